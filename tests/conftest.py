@@ -1,0 +1,158 @@
+"""Shared fixtures: tiny random-weight models in the real formats, and the real server on a free port.
+
+Nothing here is mocked: the server runs as `python -m wyoming_multitts` and tests talk to it with
+the `wyoming` client over TCP, as Home Assistant does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import yaml
+from wyoming.client import AsyncTcpClient
+from wyoming.event import Event
+
+READ_TIMEOUT = 60.0
+"""Seconds any single read may take before the test fails (generous: 2 shared cores)."""
+START_TIMEOUT = 60.0
+"""Seconds the server may take to start listening."""
+TEST_THREADS = "2"
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on (bind port 0, as wyoming's own tests do)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RunningServer:
+    """A `python -m wyoming_multitts` process and how to reach it."""
+
+    def __init__(self, port: int, process: subprocess.Popen[bytes], log_path: Path) -> None:
+        self.port = port
+        self.process = process
+        self.log_path = log_path
+
+    def log(self) -> str:
+        """Everything the server logged so far."""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def client(self) -> AsyncTcpClient:
+        """A new (not yet connected) client; use `async with`."""
+        return AsyncTcpClient("127.0.0.1", self.port)
+
+    def stop(self) -> int:
+        """SIGTERM, then wait; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return int(self.process.returncode)
+
+
+def start_server(voices: Path, log_dir: Path, *extra: str) -> RunningServer:
+    """Start the server on a free port and wait until it accepts connections."""
+    port = free_port()
+    log_path = log_dir / f"server-{port}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "wyoming_multitts",
+                "--uri",
+                f"tcp://127.0.0.1:{port}",
+                "--voices",
+                str(voices),
+                "--threads",
+                TEST_THREADS,
+                *extra,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}:\n{log_path.read_text()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return RunningServer(port, process, log_path)
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"server did not listen within {START_TIMEOUT} s:\n{log_path.read_text()}")
+
+
+async def read_event(client: AsyncTcpClient, timeout: float = READ_TIMEOUT) -> Event | None:
+    """One event (None when the server closed the connection)."""
+    return await asyncio.wait_for(client.read_event(), timeout=timeout)
+
+
+async def read_until(
+    client: AsyncTcpClient, last_type: str, timeout: float = READ_TIMEOUT
+) -> list[Event]:
+    """Events up to and including the first of type `last_type` (or an error / disconnect)."""
+    events: list[Event] = []
+    while True:
+        event = await read_event(client, timeout)
+        if event is None:
+            return events
+        events.append(event)
+        if event.type in (last_type, "error"):
+            return events
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of tiny random models made by `script/make-tiny-models`, with its voices.yaml."""
+    directory = tmp_path_factory.mktemp("tiny-models")
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([str(root / "script" / "make-tiny-models"), str(directory)], check=True)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def server(tiny_models: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """One server over the tiny models, shared by the tests that don't need their own."""
+    running = start_server(tiny_models / "voices.yaml", tmp_path_factory.mktemp("logs"))
+    yield running
+    running.stop()
+
+
+def write_catalog(directory: Path, tiny_models: Path, models: dict, voices: dict) -> Path:
+    """A voices.yaml in `directory`; `path:` entries are taken relative to `tiny_models`."""
+    for model in models.values():
+        for ref in model.get("files", {}).values():
+            if "path" in ref and not Path(ref["path"]).is_absolute():
+                ref["path"] = str(tiny_models / ref["path"])
+    path = directory / "voices.yaml"
+    path.write_text(yaml.safe_dump({"models": models, "voices": voices}, sort_keys=False))
+    return path
+
+
+def tiny_model_entry(tiny_models: Path, **changes: object) -> dict:
+    """A copy of the tiny Orpheus model entry of the generated catalog, with changes."""
+    catalog = yaml.safe_load((tiny_models / "voices.yaml").read_text())
+    entry = dict(catalog["models"]["orpheus-tiny"])
+    entry["files"] = {role: dict(ref) for role, ref in entry["files"].items()}
+    entry.update(changes)
+    return entry
+
+
+def copy_tiny(tiny_models: Path, destination: Path) -> Path:
+    """A private copy of the tiny model folder (for tests that break or delete files)."""
+    shutil.copytree(tiny_models, destination)
+    return destination

@@ -1,0 +1,246 @@
+"""The voice catalog: which voices exist, which model speaks each, and where its files are.
+
+`voices.yaml` has two mappings. `models:` names each model, its engine, its files (a hub repo or a
+local path per role), its device and engine options. `voices:` names each voice Home Assistant
+sees and the model (and speaker) behind it. Errors name the file and the key to fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "data" / "voices.yaml"
+"""The catalog shipped with the project (`data/voices.yaml`)."""
+
+
+class CatalogError(ValueError):
+    """The catalog file is missing or malformed; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """Where one model file (or folder of files) comes from: a hub repo or a local path."""
+
+    repo: str | None = None
+    """Hugging Face repo id, e.g. `hubertsiuzdak/snac_24khz`."""
+    file: str | None = None
+    """File inside `repo`; None when the engine reads a whole folder (it names the files)."""
+    revision: str | None = None
+    """Branch, tag or commit of `repo` (default: the repo's main branch)."""
+    path: Path | None = None
+    """A local file or folder used instead of the hub (relative paths: to the catalog file)."""
+
+    def describe(self) -> str:
+        """Human-readable origin for logs and errors."""
+        if self.path is not None:
+            return str(self.path)
+        return f"{self.repo}/{self.file}" if self.file else f"{self.repo}"
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Who made a model (shown by Home Assistant)."""
+
+    name: str
+    url: str
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model: its engine, files by role, device and engine options."""
+
+    name: str
+    engine: str
+    files: Mapping[str, FileRef]
+    device: str = "auto"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    description: str | None = None
+    attribution: Attribution | None = None
+    source: Path | None = None
+    """The catalog file this entry came from (for error messages)."""
+
+
+@dataclass(frozen=True)
+class VoiceSpec:
+    """One voice Home Assistant can choose: a model plus speaker and per-voice options."""
+
+    name: str
+    model: str
+    speaker: str | None = None
+    """Speaker passed to the engine when the request names none."""
+    speakers: tuple[str, ...] = ()
+    """Speakers a request may pick (offered to Home Assistant as the voice's speakers)."""
+    languages: tuple[str, ...] = ("en",)
+    description: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Engine options for this voice, over the model's."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """All models and voices, in file order (the first voice is the default)."""
+
+    models: Mapping[str, ModelSpec]
+    voices: Mapping[str, VoiceSpec]
+    path: Path
+
+    @property
+    def default_voice(self) -> VoiceSpec:
+        """The voice used when a request names none (the first one in the file)."""
+        return next(iter(self.voices.values()))
+
+    def with_default_voice(self, name: str) -> "Catalog":
+        """The same catalog with voice `name` first (the default for requests naming none)."""
+        if name not in self.voices:
+            raise CatalogError(
+                f"{self.path}: --voice {name!r} is not in the catalog "
+                f"(voices: {', '.join(self.voices)})"
+            )
+        voices = {name: self.voices[name], **self.voices}
+        return Catalog(models=self.models, voices=voices, path=self.path)
+
+
+def load_catalog(path: Path) -> Catalog:
+    """Read and validate a catalog file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise CatalogError(f"{path}: cannot read the voice catalog ({err.strerror})") from err
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise CatalogError(f"{path}: not valid YAML: {err}") from err
+    return parse_catalog(doc, path)
+
+
+def parse_catalog(doc: Any, path: Path) -> Catalog:
+    """Build a `Catalog` from a parsed YAML document; `path` is named in errors."""
+    where = str(path)
+    if not isinstance(doc, dict):
+        raise CatalogError(f"{where}: expected a mapping with 'models:' and 'voices:'")
+    _check_keys(doc, {"models", "voices"}, where)
+    models_doc = _mapping(doc.get("models"), f"{where}: models")
+    voices_doc = _mapping(doc.get("voices"), f"{where}: voices")
+    if not voices_doc:
+        raise CatalogError(f"{where}: 'voices:' is empty; add at least one voice")
+
+    models = {name: _parse_model(str(name), entry, path) for name, entry in models_doc.items()}
+    voices: dict[str, VoiceSpec] = {}
+    for name, entry in voices_doc.items():
+        voice = _parse_voice(str(name), entry, f"{where}: voices.{name}")
+        if voice.model not in models:
+            known = ", ".join(sorted(models)) or "none"
+            raise CatalogError(
+                f"{where}: voices.{name}.model: unknown model {voice.model!r} (models: {known})"
+            )
+        voices[voice.name] = voice
+    return Catalog(models=models, voices=voices, path=path)
+
+
+def _parse_model(name: str, entry: Any, path: Path) -> ModelSpec:
+    where = f"{path}: models.{name}"
+    entry = _mapping(entry, where)
+    _check_keys(
+        entry, {"engine", "files", "device", "options", "description", "attribution"}, where
+    )
+    engine = _string(entry.get("engine"), f"{where}.engine")
+    files_doc = _mapping(entry.get("files"), f"{where}.files")
+    files = {
+        str(role): _parse_file_ref(ref, f"{where}.files.{role}", path.parent)
+        for role, ref in files_doc.items()
+    }
+    attribution = None
+    if entry.get("attribution") is not None:
+        att = _mapping(entry["attribution"], f"{where}.attribution")
+        attribution = Attribution(
+            name=_string(att.get("name"), f"{where}.attribution.name"),
+            url=_string(att.get("url"), f"{where}.attribution.url"),
+        )
+    return ModelSpec(
+        name=name,
+        engine=engine,
+        files=files,
+        device=_string(entry.get("device", "auto"), f"{where}.device"),
+        options=dict(_mapping(entry.get("options", {}), f"{where}.options")),
+        description=_optional_string(entry.get("description"), f"{where}.description"),
+        attribution=attribution,
+        source=path,
+    )
+
+
+def _parse_file_ref(ref: Any, where: str, base_dir: Path) -> FileRef:
+    ref = _mapping(ref, where)
+    _check_keys(ref, {"repo", "file", "revision", "path"}, where)
+    if ("path" in ref) == ("repo" in ref):
+        raise CatalogError(f"{where}: give either 'repo:' (Hugging Face) or 'path:' (local)")
+    if "path" in ref:
+        local = Path(_string(ref["path"], f"{where}.path")).expanduser()
+        return FileRef(path=local if local.is_absolute() else base_dir / local)
+    return FileRef(
+        repo=_string(ref["repo"], f"{where}.repo"),
+        file=_optional_string(ref.get("file"), f"{where}.file"),
+        revision=_optional_string(ref.get("revision"), f"{where}.revision"),
+    )
+
+
+def _parse_voice(name: str, entry: Any, where: str) -> VoiceSpec:
+    entry = _mapping(entry, where)
+    _check_keys(
+        entry, {"model", "speaker", "speakers", "languages", "description", "options"}, where
+    )
+    speakers = tuple(_string(s, f"{where}.speakers") for s in _list(entry.get("speakers"), where))
+    languages = tuple(
+        _string(lang, f"{where}.languages") for lang in _list(entry.get("languages", ["en"]), where)
+    )
+    if not languages:
+        raise CatalogError(f"{where}.languages: list at least one language code")
+    speaker = _optional_string(entry.get("speaker"), f"{where}.speaker")
+    if speaker is None and speakers:
+        speaker = speakers[0]
+    return VoiceSpec(
+        name=name,
+        model=_string(entry.get("model"), f"{where}.model"),
+        speaker=speaker,
+        speakers=speakers,
+        languages=languages,
+        description=_optional_string(entry.get("description"), f"{where}.description"),
+        options=dict(_mapping(entry.get("options", {}), f"{where}.options")),
+    )
+
+
+def _check_keys(doc: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(str(key) for key in doc if key not in allowed)
+    if unknown:
+        raise CatalogError(
+            f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})"
+        )
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        raise CatalogError(f"{where}: missing")
+    if not isinstance(value, dict):
+        raise CatalogError(f"{where}: expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise CatalogError(f"{where}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def _string(value: Any, where: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or value == "":
+        raise CatalogError(f"{where}: expected a non-empty string")
+    return str(value)
+
+
+def _optional_string(value: Any, where: str) -> str | None:
+    return None if value is None else _string(value, where)

@@ -1,0 +1,1 @@
+"""Audio codecs: streaming helpers and thin wrappers over maintained codec packages (`snac`, …)."""

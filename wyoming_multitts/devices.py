@@ -1,0 +1,106 @@
+"""Device names of the catalog and CLI (`auto`, `cpu`, `cuda[:N]`, `vulkan[:N]`, `metal`, `htp[:N]`)
+resolved to a llama.cpp backend device and a torch device.
+
+A device this llama.cpp build lacks is an error naming the devices it has; only `auto` falls back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+_LOGGER = logging.getLogger(__name__)
+
+LLAMA_DEVICE_PREFIX = {"cuda": "CUDA", "vulkan": "Vulkan", "metal": "MTL", "htp": "HTP"}
+"""Our device kind → the ggml backend device name prefix (`CUDA0`, `Vulkan0`, `MTL0`, `HTP0`)."""
+AUTO_PREFERENCE = ("cuda", "metal", "vulkan", "htp")
+"""What `auto` picks, best first, among the devices the build has; CPU when none."""
+TORCH_DEVICE_OF_KIND = {"cuda": "cuda", "metal": "mps"}
+"""Where torch parts (codecs) run for each kind; every other kind keeps them on the CPU."""
+
+_TORCH_THREADS_LOCK = threading.Lock()
+
+
+class DeviceError(RuntimeError):
+    """The requested device is not available in this build or on this machine."""
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where a model runs."""
+
+    name: str
+    """Canonical name (`cpu`, `cuda:0`, `htp:0`, …)."""
+    llama_device: str | None
+    """ggml backend device that llama.cpp offloads every layer to; None: CPU only."""
+    torch_device: str
+    """torch device for the non-llama parts (`cpu`, `cuda:0`, `mps`)."""
+
+
+CPU = Device(name="cpu", llama_device=None, torch_device="cpu")
+
+
+def parse_device_name(name: str) -> tuple[str, int]:
+    """`cuda:1` → (`cuda`, 1); raises `DeviceError` for unknown names."""
+    kind, _, index = name.strip().lower().partition(":")
+    if kind not in ("auto", "cpu", *LLAMA_DEVICE_PREFIX) or (index and not index.isdigit()):
+        raise DeviceError(
+            f"unknown device {name!r}: use auto, cpu, cuda[:N], vulkan[:N], metal or htp[:N]"
+        )
+    return kind, int(index or 0)
+
+
+def resolve_device(name: str, voice: str) -> Device:
+    """The `Device` for a catalog/CLI device name, checked against this llama.cpp build."""
+    from . import llm  # imports llama.cpp: only when a model really loads
+
+    kind, index = parse_device_name(name)
+    if kind == "cpu":
+        return CPU
+    available = [dev.name for dev in llm.backend_devices() if dev.kind != "cpu"]
+    if kind == "auto":
+        for candidate in AUTO_PREFERENCE:
+            wanted = f"{LLAMA_DEVICE_PREFIX[candidate]}0"
+            if wanted in available:
+                return _device(candidate, 0, wanted)
+        return CPU
+    wanted = f"{LLAMA_DEVICE_PREFIX[kind]}{index}"
+    if wanted not in available:
+        has = ", ".join(available) or "CPU only"
+        raise DeviceError(
+            f"voice {voice}: device {name} needs the llama.cpp backend device {wanted}, but this "
+            f"llama-cpp-python build has: {has}. Rebuild it with the backend "
+            "(see README, 'Devices') or set device: auto / cpu"
+        )
+    return _device(kind, index, wanted)
+
+
+def _device(kind: str, index: int, llama_device: str) -> Device:
+    torch_kind = TORCH_DEVICE_OF_KIND.get(kind, "cpu")
+    torch_device = f"cuda:{index}" if torch_kind == "cuda" else torch_kind
+    return Device(name=f"{kind}:{index}", llama_device=llama_device, torch_device=torch_device)
+
+
+def torch_device_for(device: Device, voice: str) -> "object":
+    """The torch.device of `device`, checked to exist in this torch build."""
+    import torch
+
+    if device.torch_device.startswith("cuda") and not torch.cuda.is_available():
+        raise DeviceError(
+            f"voice {voice}: device {device.name} runs the codec on CUDA, but this torch is a "
+            "CPU build; install a CUDA torch (README, 'GPU builds') or use device: cpu"
+        )
+    if device.torch_device == "mps" and not torch.backends.mps.is_available():
+        raise DeviceError(f"voice {voice}: device {device.name} needs torch with MPS (Apple)")
+    return torch.device(device.torch_device)
+
+
+def set_torch_threads(threads: int) -> None:
+    """Size torch's intra-op pool once, to the same `--threads` llama.cpp uses."""
+    import torch
+
+    with _TORCH_THREADS_LOCK:
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+            _LOGGER.debug("torch intra-op threads: %d", threads)

@@ -1,0 +1,36 @@
+"""Engine names mapped to their modules, imported only when a model of that engine loads.
+
+torch and llama.cpp are never imported for a catalog that uses none of their engines, and a
+missing optional dependency is a clear error for that model's voices only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import cast
+
+from .base import EngineError, EngineModule
+
+ENGINE_MODULES = {
+    "orpheus": "wyoming_multitts.engines.orpheus",
+}
+"""Catalog `engine:` value → module implementing it."""
+
+ENGINE_REQUIREMENTS = {
+    "orpheus": ("llama_cpp", "torch", "snac"),
+}
+"""Python packages each engine imports (checked before importing, so the error can say which)."""
+
+
+def engine_module(name: str) -> EngineModule:
+    """The module of engine `name`; raises `EngineError` naming what is missing."""
+    if name not in ENGINE_MODULES:
+        raise EngineError(f"unknown engine {name!r} (known: {', '.join(sorted(ENGINE_MODULES))})")
+    missing = [pkg for pkg in ENGINE_REQUIREMENTS[name] if importlib.util.find_spec(pkg) is None]
+    if missing:
+        raise EngineError(
+            f"engine {name} needs the Python package(s) {', '.join(missing)}; "
+            "run script/setup (or pip install them into the server's environment)"
+        )
+    return cast(EngineModule, importlib.import_module(ENGINE_MODULES[name]))

@@ -1,0 +1,66 @@
+"""The one interface every engine implements, and what a request tells it."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Protocol
+
+import numpy as np
+
+from ..catalog import ModelSpec
+from ..devices import Device
+
+
+@dataclass(frozen=True)
+class VoiceSettings:
+    """The voice a request is spoken in, as the engine sees it."""
+
+    name: str
+    """Catalog voice name (for logs and errors)."""
+    speaker: str | None
+    """Speaker of a multi-speaker model (Orpheus: `tara`, …), or None."""
+    language: str
+    """Language code of the voice (`en`, `fr`, …)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Per-voice engine options (over the model's own `options`)."""
+
+
+class Engine(Protocol):
+    """A loaded model that turns text into audio. Not re-entrant: one request at a time."""
+
+    sample_rate: int
+    """Rate of the audio `synthesize` yields, in Hz."""
+    max_text_chars: int
+    """Longest text piece `synthesize` takes; the handler cuts longer text into pieces."""
+
+    def synthesize(
+        self, text: str, voice: VoiceSettings, cancel: threading.Event
+    ) -> Iterator[np.ndarray]:
+        """Float32 mono audio pieces, in order, each as soon as it is final.
+
+        Checks `cancel` at least once per generated token or frame and stops early when set.
+        """
+
+    def close(self) -> None:
+        """Free the model (native memory, device buffers); safe to call once after any load."""
+
+
+class EngineModule(Protocol):
+    """What `engines/<name>.py` exposes."""
+
+    FILES: Mapping[str, tuple[str, ...] | None]
+    """Catalog file roles: None for one file (`file:`), or the names read from a folder repo."""
+
+    def estimate_bytes(self, model: ModelSpec, paths: Mapping[str, Path]) -> int:
+        """Memory the loaded model will take (weights plus caches), before loading it."""
+
+    def load(
+        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
+    ) -> Engine:
+        """Load the model from local files on `device` using `threads` CPU threads."""
+
+
+class EngineError(RuntimeError):
+    """An engine failed in a way the user can act on; the message names the voice or file."""

@@ -1,0 +1,242 @@
+"""Orpheus TTS (canopylabs): a Llama-3.2-3B fine-tune writes SNAC codes as tokens, 7 per frame;
+SNAC turns each frame into 2048 samples of 24 kHz audio.
+
+Prompt and token layout: the official `orpheus_tts` package and seed 002 (see
+shared/specs/engines-outetts-orpheus.md §5.3–5.7). Sampling is constrained to the 4096 codes valid
+at the current frame position plus the stop tokens, so every sampled token is usable audio.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import numpy as np
+
+from ..catalog import ModelSpec
+from ..codecs.snac24 import SNAC_FILES, SnacDecoder
+from ..codecs.windowed import WindowedDecoder
+from ..devices import Device, set_torch_threads, torch_device_for
+from ..llm import LlamaModel, gguf_kv_cache_bytes
+from ..options import apply_options, check_option_names
+from ..sampling import Sampler, SamplingConfig
+from .base import EngineError, VoiceSettings
+
+_LOGGER = logging.getLogger(__name__)
+
+# Token ids of the Orpheus vocabulary (128256 + N is `<custom_token_N>`).
+BEGIN_OF_TEXT = 128000  # <|begin_of_text|>
+END_OF_TEXT = 128009  # <|eot_id|>, closes the text of the prompt
+START_OF_SPEECH = 128257
+END_OF_SPEECH = 128258
+START_OF_HUMAN = 128259
+END_OF_HUMAN = 128260
+START_OF_AI = 128261
+END_OF_AI = 128262
+AUDIO_BASE = 128266  # <custom_token_10>: code 0 at frame position 0
+CODES_PER_BOOK = 4096  # SNAC codebook size
+FRAME_TOKENS = 7  # tokens per SNAC frame
+FRAME_LEVEL = (0, 1, 2, 2, 1, 2, 2)  # SNAC level (codebook) of each frame position
+STOP_TOKENS = np.array([END_OF_SPEECH, END_OF_AI, END_OF_TEXT], np.int64)
+MIN_VOCAB = AUDIO_BASE + FRAME_TOKENS * CODES_PER_BOOK  # 156938: the last audio token + 1
+
+SNAC_RATE = 24000  # Hz
+TOKENS_PER_AUDIO_SECOND = SNAC_RATE / 2048 * FRAME_TOKENS  # 82.03: one frame is 2048 samples
+MAX_SPEECH_SECONDS_PER_CHAR = 0.15  # generous upper bound (Orpheus speaks ~15 chars/s)
+MIN_SPEECH_SECONDS = 2.0  # room for a short word with pauses
+PROMPT_TOKENS_MAX = 512  # context reserved for the prompt of one text piece
+MAX_TEXT_CHARS = 300  # longer text is spoken in pieces: Orpheus skips words in long prompts
+
+DEFAULT_SAMPLING = SamplingConfig(temperature=0.6, top_p=0.9, repetition_penalty=1.1, seed=0)
+"""Orpheus defaults (engines-outetts-orpheus.md §5.5; repetition penalty >= 1.1 for stability)."""
+
+FILES: Mapping[str, tuple[str, ...] | None] = {"model": None, "codec": SNAC_FILES}
+"""The GGUF language model, and the SNAC folder (`hubertsiuzdak/snac_24khz`)."""
+
+
+@dataclass(frozen=True)
+class OrpheusOptions:
+    """Options of an Orpheus model (`options:` in the catalog); voices may override them."""
+
+    max_tokens: int = 2048
+    """Most tokens generated per text piece (82 per second of audio: 2048 ≈ 25 s)."""
+    context_left: int = 2
+    """Streaming: frames decoded before the emitted ones (3 makes the stream exact)."""
+    context_right: int = 2
+    """Streaming: frames of lookahead before a frame is emitted (3 makes the stream exact)."""
+    first_chunk_frames: int = 1
+    """Frames in the first streamed window (1: lowest latency)."""
+    max_chunk_frames: int = 8
+    """Later windows double up to this many frames (fewer, more efficient SNAC calls)."""
+    codec_noise: bool = True
+    """SNAC's noise blocks on (as trained; seeded and positional here) or off."""
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < FRAME_TOKENS:
+            raise ValueError(f"max_tokens must be at least {FRAME_TOKENS}")
+        if min(self.context_left, self.context_right) < 0 or self.first_chunk_frames < 1:
+            raise ValueError("context frames must be >= 0 and first_chunk_frames >= 1")
+        if self.max_chunk_frames < self.first_chunk_frames:
+            raise ValueError("max_chunk_frames must be >= first_chunk_frames")
+
+
+def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
+    """GGUF and SNAC weights plus the KV cache of the context."""
+    options = apply_options(OrpheusOptions(), model.options, f"model {model.name}")
+    n_ctx = options.max_tokens + PROMPT_TOKENS_MAX
+    snac_bytes = (paths["codec"] / "pytorch_model.bin").stat().st_size
+    return paths["model"].stat().st_size + gguf_kv_cache_bytes(paths["model"], n_ctx) + snac_bytes
+
+
+def load(model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int) -> "Orpheus":
+    """Load the language model on `device` and SNAC on its torch device."""
+    return Orpheus(model, paths, device, threads)
+
+
+class Orpheus:
+    """A loaded Orpheus model and its SNAC decoder."""
+
+    sample_rate = SNAC_RATE
+    max_text_chars = MAX_TEXT_CHARS
+
+    def __init__(
+        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
+    ) -> None:
+        where = f"model {model.name}"
+        check_option_names(model.options, where, OrpheusOptions(), DEFAULT_SAMPLING)
+        self._options = apply_options(OrpheusOptions(), model.options, where)
+        self._sampling = apply_options(DEFAULT_SAMPLING, model.options, where)
+        self._name = model.name
+        self._lm = LlamaModel(
+            paths["model"],
+            device,
+            n_ctx=self._options.max_tokens + PROMPT_TOKENS_MAX,
+            threads=threads,
+            voice=where,
+        )
+        try:
+            if self._lm.n_vocab < MIN_VOCAB:
+                raise EngineError(
+                    f"{where}: {paths['model']} has {self._lm.n_vocab} tokens, fewer than the "
+                    f"{MIN_VOCAB} of Orpheus; is it an Orpheus GGUF?"
+                )
+            set_torch_threads(threads)
+            self._snac = SnacDecoder(
+                paths["codec"], torch_device_for(device, where), self._options.codec_noise
+            )
+        except BaseException:
+            self._lm.close()
+            raise
+
+    def close(self) -> None:
+        """Free the language model (SNAC is ordinary torch memory)."""
+        self._lm.close()
+
+    def prompt_tokens(self, text: str, speaker: str | None) -> list[int]:
+        """`<start of human><bos>{speaker}: {text}<eot><end of human><start of AI><start of speech>`.
+
+        User text is tokenized with special tokens off, so it cannot inject control tokens;
+        emotive tags like `<laugh>` are ordinary text to Orpheus.
+        """
+        spoken = f"{speaker}: {text}" if speaker else text
+        return [
+            START_OF_HUMAN,
+            BEGIN_OF_TEXT,
+            *self._lm.tokenize(spoken, special=False),
+            END_OF_TEXT,
+            END_OF_HUMAN,
+            START_OF_AI,
+            START_OF_SPEECH,
+        ]
+
+    def synthesize(
+        self, text: str, voice: VoiceSettings, cancel: threading.Event
+    ) -> Iterator[np.ndarray]:
+        """Speak one text piece, yielding audio window by window as frames become final."""
+        where = f"voice {voice.name}"
+        check_option_names(voice.options, where, OrpheusOptions(), DEFAULT_SAMPLING)
+        options = apply_options(self._options, voice.options, where)
+        sampler = Sampler(apply_options(self._sampling, voice.options, where), self._lm.n_vocab)
+        max_tokens = min(
+            options.max_tokens,
+            round(
+                TOKENS_PER_AUDIO_SECOND
+                * (MIN_SPEECH_SECONDS + MAX_SPEECH_SECONDS_PER_CHAR * len(text))
+            ),
+        )
+        frames: list[np.ndarray] = []  # each (7,) int64 codes in token order
+
+        def decode_frames(first: int, end: int) -> np.ndarray:
+            window = np.stack(frames[first:end])  # (F, 7)
+            levels = [
+                window[:, [p for p, lv in enumerate(FRAME_LEVEL) if lv == level]].ravel()
+                for level in range(3)
+            ]  # (F,), (2F,), (4F,) in time order per level
+            return self._snac.decode(levels, first, sampler.config.seed)
+
+        stream = WindowedDecoder(
+            decode_frames,
+            self._snac.samples_per_frame,
+            options.context_left,
+            options.context_right,
+            options.first_chunk_frames,
+            options.max_chunk_frames,
+        )
+
+        # prompt
+        started = time.monotonic()
+        prompt = self.prompt_tokens(text, voice.speaker)
+        if len(prompt) > PROMPT_TOKENS_MAX:
+            raise EngineError(f"{where}: text piece of {len(prompt)} tokens is too long")
+        sampler.remember(prompt)
+
+        # prefill
+        self._lm.reset()
+        logits = self._lm.decode(prompt)
+        prefill_done = time.monotonic()
+        _LOGGER.debug("%s: prefill %d tokens in %.2f s", where, len(prompt), prefill_done - started)
+
+        # decode loop: one token per step, constrained to the codes of the frame position
+        frame = np.zeros(FRAME_TOKENS, np.int64)
+        generated = 0
+        snac_seconds = 0.0
+        for generated in range(1, max_tokens + 1):
+            if cancel.is_set():
+                _LOGGER.debug("%s: cancelled after %d tokens", where, generated - 1)
+                return
+            position = (generated - 1) % FRAME_TOKENS
+            base = AUDIO_BASE + position * CODES_PER_BOOK
+            candidates = np.concatenate((np.arange(base, base + CODES_PER_BOOK), STOP_TOKENS))
+            candidate_logits = np.concatenate(
+                (logits[base : base + CODES_PER_BOOK], logits[STOP_TOKENS])
+            )  # (4099,)
+            token = sampler.sample(candidate_logits, candidates)
+            sampler.remember([token])
+            if token in STOP_TOKENS:
+                break
+            frame[position] = token - base
+            if position == FRAME_TOKENS - 1:
+                frames.append(frame.copy())
+                tick = time.monotonic()
+                yield from stream.push(len(frames))
+                snac_seconds += time.monotonic() - tick
+            logits = self._lm.decode([token])
+
+        # codec: the frames still waiting for lookahead
+        tick = time.monotonic()
+        yield from stream.finish(len(frames))
+        snac_seconds += time.monotonic() - tick
+        decode_seconds = time.monotonic() - prefill_done - snac_seconds
+        _LOGGER.debug(
+            "%s: %d tokens (%d frames) in %.2f s (%.1f tok/s), SNAC %.2f s",
+            where,
+            generated,
+            len(frames),
+            decode_seconds,
+            generated / max(decode_seconds, 1e-9),
+            snac_seconds,
+        )

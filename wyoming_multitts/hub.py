@@ -1,0 +1,114 @@
+"""Model files from Hugging Face (cache, offline mode) or from local paths, with progress in the log."""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from .catalog import FileRef
+
+_LOGGER = logging.getLogger(__name__)
+
+PROGRESS_STEP = 0.1
+"""Log download progress every 10 % of a file."""
+
+
+class ModelFileError(RuntimeError):
+    """A model file could not be found or downloaded; the message says which and what to do."""
+
+
+class _LoggedProgress(tqdm):  # type: ignore[misc]
+    """A tqdm that writes nothing to the terminal but logs every `PROGRESS_STEP` of a download."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["file"] = io.StringIO()
+        kwargs.pop("disable", None)
+        super().__init__(*args, **kwargs)
+        self._next_report = PROGRESS_STEP
+
+    def update(self, n: float | None = 1) -> bool | None:
+        result = super().update(n)
+        if self.total and self.n / self.total >= self._next_report:
+            _LOGGER.info(
+                "Downloading %s: %.0f%% of %.1f MB",
+                self.desc,
+                100 * self.n / self.total,
+                self.total / 1e6,
+            )
+            while self._next_report <= self.n / self.total:
+                self._next_report += PROGRESS_STEP
+        return result
+
+
+@dataclass(frozen=True)
+class Hub:
+    """Fetches model files into the Hugging Face cache (or finds them on disk)."""
+
+    cache_dir: Path | None = None
+    """Where downloads go (None: the Hugging Face default, `~/.cache/huggingface/hub`)."""
+    offline: bool = False
+    """Use only files already in the cache; never touch the network."""
+
+    def fetch_file(self, ref: FileRef, voice: str) -> Path:
+        """A local path to the single file `ref` names."""
+        if ref.path is not None:
+            if not ref.path.is_file():
+                raise ModelFileError(
+                    f"voice {voice}: model file {ref.path} does not exist; "
+                    "fix 'path:' in the voice catalog"
+                )
+            return ref.path
+        if ref.file is None:
+            raise ModelFileError(
+                f"voice {voice}: {ref.repo} needs 'file:' (the file to use from that repo)"
+            )
+        return self._download(ref.repo or "", ref.file, ref.revision, voice)
+
+    def fetch_folder(self, ref: FileRef, names: tuple[str, ...], voice: str) -> Path:
+        """A local folder holding `names`: a `path:` folder, or those files from a repo."""
+        if ref.path is not None:
+            missing = [name for name in names if not (ref.path / name).is_file()]
+            if missing:
+                raise ModelFileError(
+                    f"voice {voice}: folder {ref.path} lacks {', '.join(missing)}; "
+                    "fix 'path:' in the voice catalog"
+                )
+            return ref.path
+        paths = [self._download(ref.repo or "", name, ref.revision, voice) for name in names]
+        return paths[0].parent
+
+    def _download(self, repo: str, filename: str, revision: str | None, voice: str) -> Path:
+        # Imported here: huggingface_hub reads HF_HUB_OFFLINE and friends at import time.
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+
+        _LOGGER.info("Fetching %s/%s for voice %s", repo, filename, voice)
+        try:
+            path = hf_hub_download(
+                repo,
+                filename,
+                revision=revision,
+                cache_dir=self.cache_dir,
+                local_files_only=self.offline,
+                tqdm_class=_LoggedProgress,
+            )
+        except LocalEntryNotFoundError as err:
+            hint = (
+                "it is not in the cache and --offline is set: download it once with network "
+                "access, or point the catalog at a local file with 'path:'"
+                if self.offline
+                else "the hub could not be reached and the file is not cached: check the "
+                "network, or point the catalog at a local file with 'path:'"
+            )
+            raise ModelFileError(f"voice {voice}: cannot get {repo}/{filename}: {hint}") from err
+        except Exception as err:  # any hub/HTTP/disk failure becomes one clear error
+            raise ModelFileError(
+                f"voice {voice}: downloading {repo}/{filename} failed "
+                f"({type(err).__name__}: {err}); check the repo id and file name in the catalog"
+            ) from err
+        return Path(str(path))

@@ -1,0 +1,416 @@
+"""Random-weight GGUF language models in llama.cpp's layout, and their quantization.
+
+Generic over the decoder-only architectures our engines run through llama.cpp: `llama`
+(Orpheus), `qwen2` (OuteTTS) and `qwen3` (Qwen3-TTS). A shape (`LmShape`) and a vocabulary
+(`Vocab`) go in, a GGUF that `llama_cpp.Llama` loads comes out. Tensors are streamed to disk
+in chunks cut from one pool of random values, so a full-size 7.5 GB F16 model needs only a few
+MB of memory. Weights are normal(0, 0.02), norms are ones, biases zeros: enough for llama.cpp to
+produce finite logits, and for speed and file size (after `quantize_gguf`) to match the real
+model, since neither depends on the values.
+
+Tensor names and shapes follow llama.cpp's loaders (`src/models/llama.cpp`, `qwen2.cpp`,
+`qwen3.cpp`, vendored in llama-cpp-python 0.3.36).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import gguf
+import numpy as np
+
+_LOGGER = logging.getLogger(__name__)
+
+ARCHITECTURES = ("llama", "qwen2", "qwen3")
+"""`general.architecture` values this writer knows the tensor layout of."""
+
+WEIGHT_STD = 0.02
+"""Standard deviation of the random weight matrices (the usual init; keeps logits finite)."""
+
+POOL_VALUES = 1 << 22
+"""Random values generated once per file (4 Mi; 8 MB at F16) and reused for every matrix."""
+
+CHUNK_VALUES = 1 << 20
+"""Values written per slice of the pool (a random offset each), i.e. the write size."""
+
+WEIGHT_TYPES = {
+    gguf.GGMLQuantizationType.F16: (np.float16, gguf.LlamaFileType.MOSTLY_F16),
+    gguf.GGMLQuantizationType.F32: (np.float32, gguf.LlamaFileType.ALL_F32),
+}
+"""Matrix storage types `write_lm_gguf` accepts: numpy dtype and GGUF `general.file_type`.
+Norms and biases are always F32, as llama.cpp's converter writes them."""
+
+QUANT_TYPES = {"q4_k_m": 15, "q8_0": 7}
+"""`quantize_gguf` targets: llama.cpp `enum llama_ftype` values
+(`LLAMA_FTYPE_MOSTLY_Q4_K_M = 15`, `LLAMA_FTYPE_MOSTLY_Q8_0 = 7`, include/llama.h)."""
+
+GPT2_BASIC_MERGES = (("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("e", "r"), ("Ġ", "a"))
+"""A few byte-level BPE merges, so the BPE merge path runs too (" the" becomes one token)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes and vocabularies
+
+
+@dataclass(frozen=True)
+class LmShape:
+    """The hyper-parameters of a decoder-only transformer, as llama.cpp reads them from GGUF."""
+
+    arch: str
+    """`general.architecture`: one of `ARCHITECTURES`."""
+    n_vocab: int
+    """Rows of the embedding and output matrices (must equal the vocabulary's length)."""
+    n_embd: int
+    """Hidden size."""
+    n_layer: int
+    """Number of transformer blocks."""
+    n_head: int
+    """Query heads."""
+    n_head_kv: int
+    """Key/value heads (grouped-query attention when smaller than `n_head`)."""
+    head_dim: int
+    """Size of one head; may differ from n_embd / n_head (Qwen3-TTS: 1024 / 16 heads of 128)."""
+    n_ff: int
+    """Hidden size of the gated feed-forward network."""
+    rope_base: float
+    """RoPE theta."""
+    rms_eps: float
+    """Epsilon of the RMS norms."""
+    tied_embeddings: bool = False
+    """True: no `output.weight`, llama.cpp reuses `token_embd.weight` as the output head."""
+    qkv_bias: bool = False
+    """Biases on the q/k/v projections (Qwen2)."""
+    qk_norm: bool = False
+    """RMS norms on queries and keys per head (Qwen3; required there, unknown elsewhere)."""
+    rope_freqs: bool = False
+    """Write `rope_freqs.weight` (Llama 3's long-context RoPE factors; written as ones)."""
+    n_ctx_train: int = 4096
+    """`context_length`: the training context, an upper bound for n_ctx."""
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.arch not in ARCHITECTURES:
+            problems.append(f"arch {self.arch!r} is not one of {', '.join(ARCHITECTURES)}")
+        sizes = ("n_vocab", "n_embd", "n_layer", "n_head", "n_head_kv", "head_dim", "n_ff")
+        problems += [f"{name} must be positive" for name in sizes if getattr(self, name) <= 0]
+        if self.n_head_kv > 0 and self.n_head % self.n_head_kv:
+            problems.append(f"n_head {self.n_head} is not a multiple of n_head_kv {self.n_head_kv}")
+        if self.head_dim % 2:
+            problems.append(f"head_dim {self.head_dim} must be even (RoPE rotates pairs)")
+        if self.qk_norm != (self.arch == "qwen3"):
+            problems.append("qk_norm is required for qwen3 and not loaded for other archs")
+        if self.arch == "qwen2" and self.n_head * self.head_dim != self.n_embd:
+            problems.append("qwen2 needs n_head * head_dim == n_embd (llama.cpp assumes it)")
+        if problems:
+            raise ValueError(f"invalid LmShape: {'; '.join(problems)}")
+
+    @property
+    def n_params(self) -> int:
+        """Number of parameters, counting a tied embedding once."""
+        return sum(int(np.prod(tensor.shape)) for tensor in _tensor_plan(self))
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """A tokenizer as GGUF stores it: token strings and types, BPE merges, special ids."""
+
+    tokens: tuple[str, ...]
+    """Token strings by id (byte-level BPE: in GPT-2's byte-to-unicode alphabet)."""
+    token_types: tuple[int, ...]
+    """`gguf.TokenType` by id (NORMAL text, CONTROL for special tokens, ...)."""
+    merges: tuple[str, ...]
+    """BPE merges, `"left right"`, highest priority first."""
+    pre: str
+    """`tokenizer.ggml.pre`: llama.cpp's pre-tokenizer name (`llama-bpe`, `qwen2`, ...)."""
+    bos_id: int
+    eos_id: int
+    add_bos: bool = False
+    """Whether llama.cpp adds BOS by itself; our engines always add it explicitly."""
+    pad_id: int | None = None
+    model: str = "gpt2"
+    """`tokenizer.ggml.model`: `gpt2` is byte-level BPE."""
+
+    def __post_init__(self) -> None:
+        if len(self.tokens) != len(self.token_types):
+            raise ValueError(
+                f"Vocab has {len(self.tokens)} tokens but {len(self.token_types)} token types"
+            )
+        if len(set(self.tokens)) != len(self.tokens):
+            raise ValueError("Vocab token strings must be unique")
+        for name in ("bos_id", "eos_id", "pad_id"):
+            token_id = getattr(self, name)
+            if token_id is not None and not 0 <= token_id < len(self.tokens):
+                raise ValueError(f"Vocab {name} {token_id} is outside 0..{len(self.tokens) - 1}")
+
+
+def gpt2_byte_symbols() -> list[str]:
+    """The 256 byte-level BPE symbols, indexed by byte value (GPT-2's `bytes_to_unicode`).
+
+    Printable Latin-1 bytes stand for themselves; the others are shifted to U+0100 and up,
+    so a space is `Ġ` (U+0120) and a newline `Ċ` (U+010A).
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    symbols = {byte: chr(byte) for byte in printable}
+    shifted = (byte for byte in range(256) if byte not in symbols)
+    symbols.update({byte: chr(0x100 + n) for n, byte in enumerate(shifted)})
+    return [symbols[byte] for byte in range(256)]
+
+
+def byte_level_vocab(
+    n_vocab: int,
+    special_tokens: Mapping[int, str],
+    *,
+    pre: str,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int | None = None,
+    merges: Sequence[tuple[str, str]] = GPT2_BASIC_MERGES,
+) -> Vocab:
+    """A byte-level BPE vocabulary with `special_tokens` (CONTROL) at their real ids.
+
+    Ids 0..255 are the byte symbols, then one token per merge; every other id without a special
+    token gets a filler NORMAL token ` fillerN`. Fillers use only byte symbols, so llama.cpp can
+    detokenize whatever a random model samples, and they end in digits after letters, which the
+    pre-tokenizers always split, so no input text ever maps to one. Text therefore tokenizes to
+    bytes and merges only: ids differ from the real model's, the special-token ids do not.
+    """
+    tokens = gpt2_byte_symbols() + [left + right for left, right in merges]
+    if len(tokens) > min(special_tokens, default=n_vocab):
+        raise ValueError(f"special token ids must start at {len(tokens)} or later")
+    if max(special_tokens, default=0) >= n_vocab:
+        raise ValueError(f"special token ids must be below n_vocab {n_vocab}")
+    types = [gguf.TokenType.NORMAL] * len(tokens)
+    space = gpt2_byte_symbols()[ord(" ")]
+    for token_id in range(len(tokens), n_vocab):
+        special = special_tokens.get(token_id)
+        tokens.append(special if special is not None else f"{space}filler{token_id}")
+        types.append(gguf.TokenType.NORMAL if special is None else gguf.TokenType.CONTROL)
+    return Vocab(
+        tokens=tuple(tokens),
+        token_types=tuple(int(t) for t in types),
+        merges=tuple(f"{left} {right}" for left, right in merges),
+        pre=pre,
+        bos_id=bos_id,
+        eos_id=eos_id,
+        pad_id=pad_id,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing
+
+
+@dataclass(frozen=True)
+class _Tensor:
+    name: str
+    shape: tuple[int, ...]
+    """numpy order (rows, cols); GGUF stores it reversed (ne0 = cols)."""
+    fill: str
+    """"random" (a weight matrix), "ones" (a norm or RoPE factor) or "zeros" (a bias)."""
+
+
+def _tensor_plan(shape: LmShape) -> list[_Tensor]:
+    """Every tensor llama.cpp loads for `shape`, in the order the converter writes them."""
+    embd, head_dim = shape.n_embd, shape.head_dim
+    q_dim, kv_dim = shape.n_head * head_dim, shape.n_head_kv * head_dim
+    plan = [_Tensor("token_embd.weight", (shape.n_vocab, embd), "random")]
+    for i in range(shape.n_layer):
+        blk = f"blk.{i}."
+        plan += [
+            _Tensor(blk + "attn_norm.weight", (embd,), "ones"),
+            _Tensor(blk + "attn_q.weight", (q_dim, embd), "random"),
+            _Tensor(blk + "attn_k.weight", (kv_dim, embd), "random"),
+            _Tensor(blk + "attn_v.weight", (kv_dim, embd), "random"),
+        ]
+        if shape.qkv_bias:
+            plan += [
+                _Tensor(blk + "attn_q.bias", (q_dim,), "zeros"),
+                _Tensor(blk + "attn_k.bias", (kv_dim,), "zeros"),
+                _Tensor(blk + "attn_v.bias", (kv_dim,), "zeros"),
+            ]
+        if shape.qk_norm:
+            plan += [
+                _Tensor(blk + "attn_q_norm.weight", (head_dim,), "ones"),
+                _Tensor(blk + "attn_k_norm.weight", (head_dim,), "ones"),
+            ]
+        plan += [
+            _Tensor(blk + "attn_output.weight", (embd, q_dim), "random"),
+            _Tensor(blk + "ffn_norm.weight", (embd,), "ones"),
+            _Tensor(blk + "ffn_gate.weight", (shape.n_ff, embd), "random"),
+            _Tensor(blk + "ffn_up.weight", (shape.n_ff, embd), "random"),
+            _Tensor(blk + "ffn_down.weight", (embd, shape.n_ff), "random"),
+        ]
+    plan.append(_Tensor("output_norm.weight", (embd,), "ones"))
+    if not shape.tied_embeddings:
+        plan.append(_Tensor("output.weight", (shape.n_vocab, embd), "random"))
+    if shape.rope_freqs:
+        plan.append(_Tensor("rope_freqs.weight", (head_dim // 2,), "ones"))
+    return plan
+
+
+def write_lm_gguf(
+    path: Path,
+    shape: LmShape,
+    vocab: Vocab,
+    seed: int,
+    weight_type: gguf.GGMLQuantizationType = gguf.GGMLQuantizationType.F16,
+    name: str | None = None,
+) -> int:
+    """Write a random-weight GGUF language model to `path`; return its size in bytes.
+
+    The same `seed` gives the same file. Matrices are `weight_type` (F16 or F32), norms and
+    biases F32. Overwrites `path`; callers that must never leave a half-written file behind
+    write to `files.atomic_path(...)`.
+    """
+    if weight_type not in WEIGHT_TYPES:
+        raise ValueError(f"weight_type must be F16 or F32, not {weight_type.name}")
+    if len(vocab.tokens) != shape.n_vocab:
+        raise ValueError(
+            f"vocabulary has {len(vocab.tokens)} tokens, shape.n_vocab {shape.n_vocab}"
+        )
+    weight_dtype, file_type = WEIGHT_TYPES[weight_type]
+    plan = _tensor_plan(shape)
+    start = time.monotonic()
+
+    # header, metadata and tensor table through gguf-py
+    writer = gguf.GGUFWriter(path, shape.arch)
+    _add_hparams(writer, shape, name or path.stem, file_type)
+    _add_vocab(writer, vocab)
+    for tensor in plan:
+        dtype = np.dtype(weight_dtype if tensor.fill == "random" else np.float32)
+        nbytes = int(np.prod(tensor.shape)) * dtype.itemsize
+        writer.add_tensor_info(tensor.name, tensor.shape, dtype, nbytes)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    writer.close()
+
+    # tensor data, streamed: each tensor starts at the next multiple of the alignment
+    alignment = writer.data_alignment
+    rng = np.random.default_rng(seed)
+    pool = (rng.standard_normal(POOL_VALUES, dtype=np.float32) * WEIGHT_STD).astype(weight_dtype)
+    with open(path, "r+b") as out:
+        out.seek(0, 2)
+        for tensor in plan:
+            _pad(out, alignment)
+            for chunk in _tensor_chunks(tensor, pool, rng):
+                chunk.tofile(out)
+            _LOGGER.debug("%s: wrote %s %s", path.name, tensor.name, tensor.shape)
+        _pad(out, alignment)
+        size = out.tell()
+
+    _LOGGER.info(
+        "Wrote %s: %s, %.3f B params, %d tensors, %.2f GB in %.1f s",
+        path,
+        shape.arch,
+        shape.n_params / 1e9,
+        len(plan),
+        size / 1e9,
+        time.monotonic() - start,
+    )
+    return size
+
+
+def _add_hparams(
+    writer: gguf.GGUFWriter, shape: LmShape, name: str, file_type: gguf.LlamaFileType
+) -> None:
+    writer.add_name(name)
+    writer.add_file_type(file_type)
+    writer.add_vocab_size(shape.n_vocab)
+    writer.add_context_length(shape.n_ctx_train)
+    writer.add_embedding_length(shape.n_embd)
+    writer.add_block_count(shape.n_layer)
+    writer.add_feed_forward_length(shape.n_ff)
+    writer.add_head_count(shape.n_head)
+    writer.add_head_count_kv(shape.n_head_kv)
+    # llama.cpp defaults the head size to n_embd / n_head; say it explicitly for every arch
+    writer.add_key_length(shape.head_dim)
+    writer.add_value_length(shape.head_dim)
+    writer.add_rope_dimension_count(shape.head_dim)
+    writer.add_rope_freq_base(shape.rope_base)
+    writer.add_layer_norm_rms_eps(shape.rms_eps)
+
+
+def _add_vocab(writer: gguf.GGUFWriter, vocab: Vocab) -> None:
+    writer.add_tokenizer_model(vocab.model)
+    writer.add_tokenizer_pre(vocab.pre)
+    writer.add_token_list(vocab.tokens)
+    writer.add_token_types(vocab.token_types)
+    writer.add_token_merges(vocab.merges)
+    writer.add_bos_token_id(vocab.bos_id)
+    writer.add_eos_token_id(vocab.eos_id)
+    if vocab.pad_id is not None:
+        writer.add_pad_token_id(vocab.pad_id)
+    writer.add_add_bos_token(vocab.add_bos)
+    writer.add_add_eos_token(False)
+
+
+def _tensor_chunks(
+    tensor: _Tensor, pool: np.ndarray, rng: np.random.Generator
+) -> Iterator[np.ndarray]:
+    """The tensor's values, flat, in pieces of at most CHUNK_VALUES."""
+    remaining = int(np.prod(tensor.shape))
+    while remaining:
+        n = min(remaining, CHUNK_VALUES)
+        if tensor.fill == "random":
+            offset = int(rng.integers(0, pool.size - n + 1))
+            yield pool[offset : offset + n]  # (n,) a view, no copy
+        else:
+            yield np.full(n, 1.0 if tensor.fill == "ones" else 0.0, dtype=np.float32)
+        remaining -= n
+
+
+def _pad(out: BinaryIO, alignment: int) -> None:
+    out.write(b"\0" * (-out.tell() % alignment))
+
+
+# ----------------------------------------------------------------------------------------------
+# Quantizing
+
+
+class QuantizeError(RuntimeError):
+    """llama.cpp could not quantize a GGUF; its log (stderr) says why."""
+
+
+def quantize_gguf(src: Path, dst: Path, ftype_name: str, threads: int) -> int:
+    """Quantize the GGUF `src` into `dst` with llama.cpp (`q4_k_m` or `q8_0`); return dst's size.
+
+    Needs llama-cpp-python. Takes minutes for a 3B model: Orpheus-3B F16 to Q4_K_M took
+    163-236 s on 2 cores (docs: perf-anchors §2). Tensors whose rows do not fit the k-quant
+    block size fall back to other types, as with llama.cpp's `llama-quantize`.
+    """
+    import llama_cpp  # pylint: disable=import-outside-toplevel  # only this step needs it
+
+    if ftype_name not in QUANT_TYPES:
+        raise ValueError(
+            f"unknown quantization {ftype_name!r}; use one of {', '.join(QUANT_TYPES)}"
+        )
+    if not src.is_file():
+        raise FileNotFoundError(f"{src}: no such GGUF to quantize")
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = QUANT_TYPES[ftype_name]
+    params.nthread = threads
+    start = time.monotonic()
+    status = llama_cpp.llama_model_quantize(
+        str(src).encode(), str(dst).encode(), ctypes.byref(params)
+    )
+    if status != 0:
+        raise QuantizeError(
+            f"llama.cpp failed to quantize {src} to {ftype_name} ({dst}): llama_model_quantize "
+            f"returned {status}; see the llama.cpp messages above (disk full? not a GGUF?)"
+        )
+    size = dst.stat().st_size
+    _LOGGER.info(
+        "Quantized %s to %s: %.2f GB in %.1f s",
+        src.name,
+        dst,
+        size / 1e9,
+        time.monotonic() - start,
+    )
+    return size
