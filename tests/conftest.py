@@ -1,4 +1,4 @@
-"""Shared fixtures: tiny random-weight models in the real formats, and the real server on a free port.
+"""Shared fixtures: tiny random-weight models in real formats, and the real server on a free port.
 
 Nothing here is mocked: the server runs as `python -m wyoming_multitts` and tests talk to it with
 the `wyoming` client over TCP, as Home Assistant does.
@@ -62,8 +62,10 @@ class RunningServer:
         return int(self.process.returncode)
 
 
-def start_server(voices: Path, log_dir: Path, *extra: str) -> RunningServer:
-    """Start the server on a free port and wait until it accepts connections."""
+def start_server(
+    voices: Path, log_dir: Path, *extra: str, bind: str = "127.0.0.1"
+) -> RunningServer:
+    """Start the server on a free port of `bind` and wait until it accepts connections."""
     port = free_port()
     log_path = log_dir / f"server-{port}.log"
     with log_path.open("wb") as log:
@@ -73,7 +75,7 @@ def start_server(voices: Path, log_dir: Path, *extra: str) -> RunningServer:
                 "-m",
                 "wyoming_multitts",
                 "--uri",
-                f"tcp://127.0.0.1:{port}",
+                f"tcp://{bind}:{port}",
                 "--voices",
                 str(voices),
                 "--threads",
@@ -138,6 +140,7 @@ def write_catalog(directory: Path, tiny_models: Path, models: dict, voices: dict
         for ref in model.get("files", {}).values():
             if "path" in ref and not Path(ref["path"]).is_absolute():
                 ref["path"] = str(tiny_models / ref["path"])
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / "voices.yaml"
     path.write_text(yaml.safe_dump({"models": models, "voices": voices}, sort_keys=False))
     return path

@@ -1,4 +1,4 @@
-"""The server end to end, as Home Assistant uses it: real process, real protocol, tiny real models."""
+"""The server end to end, as Home Assistant uses it: real process and protocol, tiny real models."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def audio_bytes(events: list[Event]) -> bytes:
 
 
 def types(events: list[Event]) -> list[str]:
-    """Event types with runs of audio-chunk collapsed, e.g. [audio-start, audio-chunk, audio-stop]."""
+    """Event types with runs of audio-chunk collapsed (audio-start, audio-chunk, audio-stop)."""
     collapsed: list[str] = []
     for event in events:
         if not (collapsed and collapsed[-1] == event.type == "audio-chunk"):

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from .errors import VoiceError
+
+if TYPE_CHECKING:
+    import torch
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -22,7 +28,7 @@ TORCH_DEVICE_OF_KIND = {"cuda": "cuda", "metal": "mps"}
 _TORCH_THREADS_LOCK = threading.Lock()
 
 
-class DeviceError(RuntimeError):
+class DeviceError(VoiceError):
     """The requested device is not available in this build or on this machine."""
 
 
@@ -36,6 +42,8 @@ class Device:
     """ggml backend device that llama.cpp offloads every layer to; None: CPU only."""
     torch_device: str
     """torch device for the non-llama parts (`cpu`, `cuda:0`, `mps`)."""
+    picked_automatically: bool = False
+    """Chosen by `auto`: torch parts fall back to the CPU when torch lacks that device."""
 
 
 CPU = Device(name="cpu", llama_device=None, torch_device="cpu")
@@ -51,7 +59,7 @@ def parse_device_name(name: str) -> tuple[str, int]:
     return kind, int(index or 0)
 
 
-def resolve_device(name: str, voice: str) -> Device:
+def resolve_device(name: str, where: str) -> Device:
     """The `Device` for a catalog/CLI device name, checked against this llama.cpp build."""
     from . import llm  # imports llama.cpp: only when a model really loads
 
@@ -63,13 +71,13 @@ def resolve_device(name: str, voice: str) -> Device:
         for candidate in AUTO_PREFERENCE:
             wanted = f"{LLAMA_DEVICE_PREFIX[candidate]}0"
             if wanted in available:
-                return _device(candidate, 0, wanted)
+                return replace(_device(candidate, 0, wanted), picked_automatically=True)
         return CPU
     wanted = f"{LLAMA_DEVICE_PREFIX[kind]}{index}"
     if wanted not in available:
         has = ", ".join(available) or "CPU only"
         raise DeviceError(
-            f"voice {voice}: device {name} needs the llama.cpp backend device {wanted}, but this "
+            f"{where}: device {name} needs the llama.cpp backend device {wanted}, but this "
             f"llama-cpp-python build has: {has}. Rebuild it with the backend "
             "(see README, 'Devices') or set device: auto / cpu"
         )
@@ -82,17 +90,25 @@ def _device(kind: str, index: int, llama_device: str) -> Device:
     return Device(name=f"{kind}:{index}", llama_device=llama_device, torch_device=torch_device)
 
 
-def torch_device_for(device: Device, voice: str) -> "object":
+def torch_device_for(device: Device, where: str) -> "torch.device":
     """The torch.device of `device`, checked to exist in this torch build."""
     import torch
 
+    has_device = (
+        torch.cuda.is_available()
+        if device.torch_device.startswith("cuda")
+        else device.torch_device != "mps" or torch.backends.mps.is_available()
+    )
+    if not has_device and device.picked_automatically:
+        _LOGGER.info("%s: torch has no %s; the codec runs on the CPU", where, device.torch_device)
+        return torch.device("cpu")
     if device.torch_device.startswith("cuda") and not torch.cuda.is_available():
         raise DeviceError(
-            f"voice {voice}: device {device.name} runs the codec on CUDA, but this torch is a "
+            f"{where}: device {device.name} runs the codec on CUDA, but this torch is a "
             "CPU build; install a CUDA torch (README, 'GPU builds') or use device: cpu"
         )
     if device.torch_device == "mps" and not torch.backends.mps.is_available():
-        raise DeviceError(f"voice {voice}: device {device.name} needs torch with MPS (Apple)")
+        raise DeviceError(f"{where}: device {device.name} needs torch with MPS (Apple)")
     return torch.device(device.torch_device)
 
 

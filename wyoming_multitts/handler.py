@@ -39,6 +39,7 @@ from wyoming.tts import (
 from .audio import PCM_CHANNELS, PCM_WIDTH, PcmChunker, to_pcm16
 from .catalog import Catalog, VoiceSpec
 from .engines.base import Engine, VoiceSettings
+from .errors import VoiceError
 from .registry import ModelRegistry
 from .text import SentenceSplitter, is_speakable, text_pieces
 
@@ -278,19 +279,17 @@ class SynthesisHandler(AsyncEventHandler):
         """Turn a failure of the synthesis into an `error` event and close the connection."""
         try:
             await work
+            return
+        except ConnectionError:
+            return  # the client left; nothing to tell
         except RequestError as err:
             await self._send_error(err)
-            await self.stop()
-        except (ConnectionError, RuntimeError) as err:
-            if self.writer.is_closing():
-                return  # the client left; nothing to tell
-            _LOGGER.error("Synthesis failed: %s", err)
+        except VoiceError as err:
             await self._send_error(RequestError(str(err), type(err).__name__))
-            await self.stop()
         except Exception as err:  # a bug: still tell the client and keep serving the others
             _LOGGER.exception("Unexpected error during synthesis")
             await self._send_error(RequestError(f"internal error: {err}", type(err).__name__))
-            await self.stop()
+        await self.stop()
 
     async def _cancel_synthesis(self) -> None:
         self._cancel.set()

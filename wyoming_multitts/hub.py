@@ -1,4 +1,4 @@
-"""Model files from Hugging Face (cache, offline mode) or from local paths, with progress in the log."""
+"""Model files from Hugging Face (cache, offline mode) or local paths, with progress in the log."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from .catalog import FileRef
+from .errors import VoiceError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -18,11 +19,11 @@ PROGRESS_STEP = 0.1
 """Log download progress every 10 % of a file."""
 
 
-class ModelFileError(RuntimeError):
+class ModelFileError(VoiceError):
     """A model file could not be found or downloaded; the message says which and what to do."""
 
 
-class _LoggedProgress(tqdm):  # type: ignore[misc]
+class _LoggedProgress(tqdm):
     """A tqdm that writes nothing to the terminal but logs every `PROGRESS_STEP` of a download."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -54,40 +55,40 @@ class Hub:
     offline: bool = False
     """Use only files already in the cache; never touch the network."""
 
-    def fetch_file(self, ref: FileRef, voice: str) -> Path:
+    def fetch_file(self, ref: FileRef, where: str) -> Path:
         """A local path to the single file `ref` names."""
         if ref.path is not None:
             if not ref.path.is_file():
                 raise ModelFileError(
-                    f"voice {voice}: model file {ref.path} does not exist; "
+                    f"{where}: model file {ref.path} does not exist; "
                     "fix 'path:' in the voice catalog"
                 )
             return ref.path
         if ref.file is None:
             raise ModelFileError(
-                f"voice {voice}: {ref.repo} needs 'file:' (the file to use from that repo)"
+                f"{where}: {ref.repo} needs 'file:' (the file to use from that repo)"
             )
-        return self._download(ref.repo or "", ref.file, ref.revision, voice)
+        return self._download(ref.repo or "", ref.file, ref.revision, where)
 
-    def fetch_folder(self, ref: FileRef, names: tuple[str, ...], voice: str) -> Path:
+    def fetch_folder(self, ref: FileRef, names: tuple[str, ...], where: str) -> Path:
         """A local folder holding `names`: a `path:` folder, or those files from a repo."""
         if ref.path is not None:
             missing = [name for name in names if not (ref.path / name).is_file()]
             if missing:
                 raise ModelFileError(
-                    f"voice {voice}: folder {ref.path} lacks {', '.join(missing)}; "
+                    f"{where}: folder {ref.path} lacks {', '.join(missing)}; "
                     "fix 'path:' in the voice catalog"
                 )
             return ref.path
-        paths = [self._download(ref.repo or "", name, ref.revision, voice) for name in names]
+        paths = [self._download(ref.repo or "", name, ref.revision, where) for name in names]
         return paths[0].parent
 
-    def _download(self, repo: str, filename: str, revision: str | None, voice: str) -> Path:
+    def _download(self, repo: str, filename: str, revision: str | None, where: str) -> Path:
         # Imported here: huggingface_hub reads HF_HUB_OFFLINE and friends at import time.
         from huggingface_hub import hf_hub_download
         from huggingface_hub.errors import LocalEntryNotFoundError
 
-        _LOGGER.info("Fetching %s/%s for voice %s", repo, filename, voice)
+        _LOGGER.info("Fetching %s/%s for %s", repo, filename, where)
         try:
             path = hf_hub_download(
                 repo,
@@ -105,10 +106,10 @@ class Hub:
                 else "the hub could not be reached and the file is not cached: check the "
                 "network, or point the catalog at a local file with 'path:'"
             )
-            raise ModelFileError(f"voice {voice}: cannot get {repo}/{filename}: {hint}") from err
+            raise ModelFileError(f"{where}: cannot get {repo}/{filename}: {hint}") from err
         except Exception as err:  # any hub/HTTP/disk failure becomes one clear error
             raise ModelFileError(
-                f"voice {voice}: downloading {repo}/{filename} failed "
+                f"{where}: downloading {repo}/{filename} failed "
                 f"({type(err).__name__}: {err}); check the repo id and file name in the catalog"
             ) from err
         return Path(str(path))

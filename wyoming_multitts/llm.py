@@ -14,13 +14,14 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import llama_cpp
 import numpy as np
 from llama_cpp import _ggml
 
 from .devices import Device
+from .errors import VoiceError
 
 _LOGGER = logging.getLogger(__name__)
 _LLAMA_LOGGER = logging.getLogger("llama.cpp")
@@ -32,13 +33,13 @@ GGML_LOG_LEVELS = {
     3: logging.WARNING,
     4: logging.ERROR,
 }
-"""`enum ggml_log_level` → logging level; llama.cpp's INFO chatter (metadata dumps) goes to DEBUG."""
+"""`enum ggml_log_level` → logging level; llama.cpp's INFO chatter (metadata) goes to DEBUG."""
 GGML_LOG_CONTINUE = 5
 """ggml level meaning "continuation of the previous message"."""
 GGML_DEVICE_KINDS = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel"}
 """`enum ggml_backend_dev_type` (ggml-backend.h)."""
 OFFLOAD_ALL_LAYERS = 999
-"""`n_gpu_layers` that puts every layer on the chosen device (llama.cpp caps it at the layer count)."""
+"""`n_gpu_layers` that puts every layer on the chosen device (llama.cpp caps it at n_layer)."""
 DEFAULT_BATCH = 512
 """Tokens evaluated per `llama_decode` call during prefill (llama.cpp's default n_batch)."""
 
@@ -47,7 +48,7 @@ _initialized = False
 _log_state = {"level": logging.DEBUG}
 
 
-@llama_cpp.llama_log_callback  # type: ignore[misc]
+@llama_cpp.llama_log_callback
 def _log_to_logging(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
     """Route llama.cpp's log lines to the `llama.cpp` logger (set once, kept alive here)."""
     if level != GGML_LOG_CONTINUE:
@@ -57,7 +58,7 @@ def _log_to_logging(level: int, text: bytes, _user_data: ctypes.c_void_p) -> Non
         _LLAMA_LOGGER.log(_log_state["level"], "%s", message)
 
 
-def _ggml_function(name: str, restype: object, argtypes: list[object]) -> object:
+def _ggml_function(name: str, restype: Any, argtypes: list[Any]) -> Any:
     function = getattr(_ggml.libggml, name)
     function.restype = restype
     function.argtypes = argtypes
@@ -117,7 +118,7 @@ def backend_devices() -> list[BackendDevice]:
     return devices
 
 
-class LlamaError(RuntimeError):
+class LlamaError(VoiceError):
     """llama.cpp refused a model or a step; the message names the file and what to check."""
 
 
@@ -134,7 +135,7 @@ class LlamaModel:
         *,
         n_ctx: int,
         threads: int,
-        voice: str,
+        where: str,
         n_batch: int = DEFAULT_BATCH,
     ) -> None:
         init_runtime()
@@ -143,7 +144,7 @@ class LlamaModel:
         self.n_batch = n_batch
         self._stack = contextlib.ExitStack()
         try:
-            self._model = self._load_model(path, device, voice)
+            self._model = self._load_model(path, device, where)
             self._stack.callback(llama_cpp.llama_model_free, self._model)
 
             params = llama_cpp.llama_context_default_params()
@@ -159,7 +160,7 @@ class LlamaModel:
             self._ctx = llama_cpp.llama_init_from_model(self._model, params)
             if not self._ctx:
                 raise LlamaError(
-                    f"voice {voice}: llama.cpp could not create a context of {n_ctx} tokens for "
+                    f"{where}: llama.cpp could not create a context of {n_ctx} tokens for "
                     f"{path} (out of memory?); see the llama.cpp log lines above"
                 )
             self._stack.callback(llama_cpp.llama_free, self._ctx)
@@ -176,7 +177,7 @@ class LlamaModel:
         """Tokens in the KV cache (positions 0 … n_past-1)."""
 
     @staticmethod
-    def _load_model(path: Path, device: Device, voice: str) -> ctypes.c_void_p:
+    def _load_model(path: Path, device: Device, where: str) -> ctypes.c_void_p:
         params = llama_cpp.llama_model_default_params()
         # The device list must outlive the load call: keep it in a local until it returns.
         device_list = None
@@ -187,7 +188,7 @@ class LlamaModel:
                 (d.handle for d in backend_devices() if d.name == device.llama_device), None
             )
             if handle is None:
-                raise LlamaError(f"voice {voice}: llama.cpp device {device.llama_device} vanished")
+                raise LlamaError(f"{where}: llama.cpp device {device.llama_device} vanished")
             device_list = (ctypes.c_void_p * 2)(handle, None)  # NULL-terminated
             params.devices = ctypes.cast(device_list, ctypes.c_void_p)
             params.n_gpu_layers = OFFLOAD_ALL_LAYERS
@@ -196,7 +197,7 @@ class LlamaModel:
         del device_list
         if not model:
             raise LlamaError(
-                f"voice {voice}: llama.cpp could not load {path}: not a GGUF file, a truncated "
+                f"{where}: llama.cpp could not load {path}: not a GGUF file, a truncated "
                 "download, or an architecture this llama-cpp-python is too old for (see the "
                 "llama.cpp log lines above; delete the file to download it again)"
             )
@@ -272,11 +273,17 @@ class LlamaModel:
         self._stack.close()
 
 
-def gguf_kv_cache_bytes(path: Path, n_ctx: int) -> int:
+def gguf_kv_cache_bytes(path: Path, n_ctx: int, where: str) -> int:
     """Bytes of an f16 KV cache of `n_ctx` tokens for the GGUF at `path` (read from its header)."""
     import gguf
 
-    reader = gguf.GGUFReader(path)
+    try:
+        reader = gguf.GGUFReader(path)
+    except (ValueError, OSError) as err:
+        raise LlamaError(
+            f"{where}: {path} is not a readable GGUF file ({err}); delete it to download it "
+            "again, or fix the catalog's path"
+        ) from err
     arch = _gguf_value(reader, "general.architecture")
     n_layer = int(_gguf_value(reader, f"{arch}.block_count"))
     n_embd = int(_gguf_value(reader, f"{arch}.embedding_length"))
@@ -287,8 +294,8 @@ def gguf_kv_cache_bytes(path: Path, n_ctx: int) -> int:
     return 2 * n_layer * n_ctx * n_head_kv * head_dim * bytes_per_value
 
 
-def _gguf_value(reader: object, key: str, default: object = None) -> object:
-    field = reader.fields.get(key)  # type: ignore[attr-defined]
+def _gguf_value(reader: Any, key: str, default: Any = None) -> Any:
+    field = reader.fields.get(key)
     if field is None:
         if default is None:
             raise LlamaError(f"GGUF metadata lacks {key}")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, TypeVar
 
+from .errors import VoiceError
+
 ConfigT = TypeVar("ConfigT")
 
 
-class OptionError(ValueError):
+class OptionError(VoiceError, ValueError):
     """An option in the catalog has an unknown name or a value of the wrong type."""
 
 
@@ -39,7 +41,11 @@ def apply_options(defaults: ConfigT, options: Mapping[str, Any], where: str) -> 
 
 def check_option_names(options: Mapping[str, Any], where: str, *configs: object) -> None:
     """Reject option names that none of `configs` (dataclasses) has: catches typos early."""
-    known = {item.name for config in configs for item in dataclasses.fields(config)}  # type: ignore[arg-type]
+    known = {
+        item.name
+        for config in configs
+        for item in dataclasses.fields(config)  # type: ignore[arg-type]
+    }
     unknown = sorted(set(options) - known)
     if unknown:
         raise OptionError(

@@ -20,6 +20,7 @@ from .catalog import Catalog, ModelSpec
 from .devices import resolve_device
 from .engines import engine_module
 from .engines.base import Engine, EngineError
+from .errors import VoiceError
 from .hub import Hub
 
 _LOGGER = logging.getLogger(__name__)
@@ -84,9 +85,13 @@ class ModelRegistry:
         """Memory all loaded models may take together."""
         return self._budget
 
-    def loaded_models(self) -> list[str]:
-        """Names of the models loaded now."""
-        return [name for name, slot in self._slots.items() if slot.engine is not None]
+    def loaded_models(self) -> dict[str, int]:
+        """Models loaded now, with the memory each is counted for (bytes)."""
+        return {
+            name: slot.reserved_bytes
+            for name, slot in self._slots.items()
+            if slot.engine is not None
+        }
 
     @contextlib.asynccontextmanager
     async def acquire(self, model: str, voice: str) -> AsyncIterator[Engine]:
@@ -104,21 +109,28 @@ class ModelRegistry:
 
     async def _load(self, slot: _Slot, voice: str) -> Engine:
         spec = slot.spec
-        module = await asyncio.to_thread(engine_module, spec.engine)
-        paths = await asyncio.to_thread(self._fetch, spec, module.FILES, voice)
-        needed = await asyncio.to_thread(module.estimate_bytes, spec, paths)
-        await self._make_room(slot, needed, voice)
-        slot.reserved_bytes = needed
-        device_name = self._settings.device_override or spec.device
-        started = time.monotonic()
+        where = f"voice {voice} (model {spec.name})"
+        loaded = False
         try:
-            device = await asyncio.to_thread(resolve_device, device_name, voice)
+            module = await asyncio.to_thread(engine_module, spec.engine)
+            paths = await asyncio.to_thread(self._fetch, spec, module.FILES, where)
+            needed = await asyncio.to_thread(module.estimate_bytes, spec, paths, where)
+            await self._make_room(slot, needed, where)
+            slot.reserved_bytes = needed
+            device_name = self._settings.device_override or spec.device
+            started = time.monotonic()
+            device = await asyncio.to_thread(resolve_device, device_name, where)
             engine = await asyncio.to_thread(
-                module.load, spec, paths, device, self._settings.threads
+                module.load, spec, paths, device, self._settings.threads, where
             )
-        except BaseException:
-            slot.reserved_bytes = 0
+            loaded = True
+        except VoiceError:
             raise
+        except Exception as err:  # a library failed in a way we did not foresee: keep the cause
+            raise EngineError(f"{where}: failed to load: {type(err).__name__}: {err}") from err
+        finally:
+            if not loaded:
+                slot.reserved_bytes = 0
         _LOGGER.info(
             "Loaded model %s (%s) on %s in %.1f s, ~%.0f MB",
             spec.name,
@@ -130,29 +142,29 @@ class ModelRegistry:
         return engine
 
     def _fetch(
-        self, spec: ModelSpec, roles: Mapping[str, tuple[str, ...] | None], voice: str
+        self, spec: ModelSpec, roles: Mapping[str, tuple[str, ...] | None], where: str
     ) -> dict[str, Path]:
         hub = self._settings.hub
         paths: dict[str, Path] = {}
         for role, folder_files in roles.items():
             if role not in spec.files:
                 raise EngineError(
-                    f"voice {voice}: model {spec.name} ({spec.source}) has no files.{role}; "
+                    f"{where}: {spec.source} has no files.{role} for this model; "
                     f"engine {spec.engine} needs files: {', '.join(roles)}"
                 )
             ref = spec.files[role]
             paths[role] = (
-                hub.fetch_file(ref, voice)
+                hub.fetch_file(ref, where)
                 if folder_files is None
-                else hub.fetch_folder(ref, folder_files, voice)
+                else hub.fetch_folder(ref, folder_files, where)
             )
         return paths
 
-    async def _make_room(self, loading: _Slot, needed: int, voice: str) -> None:
+    async def _make_room(self, loading: _Slot, needed: int, where: str) -> None:
         """Unload least recently used idle models until `needed` more bytes fit the budget."""
         if needed > self._budget:
             raise ModelTooLargeError(
-                f"voice {voice}: model {loading.spec.name} needs ~{needed / 1e9:.1f} GB but the "
+                f"{where}: the model needs ~{needed / 1e9:.1f} GB but the "
                 f"memory budget is {self._budget / 1e9:.1f} GB; raise --max-loaded-bytes"
             )
         idle = sorted(
@@ -165,7 +177,7 @@ class ModelRegistry:
             await self._unload(slot, "to make room for " + loading.spec.name)
         if self._reserved() + needed > self._budget:
             raise ModelTooLargeError(
-                f"voice {voice}: model {loading.spec.name} needs ~{needed / 1e6:.0f} MB; models "
+                f"{where}: the model needs ~{needed / 1e6:.0f} MB; models "
                 f"in use take {self._reserved() / 1e6:.0f} MB of the {self._budget / 1e6:.0f} MB "
                 "budget; try again when they are idle, or raise --max-loaded-bytes"
             )

@@ -16,7 +16,8 @@ def fold_weight_norm(model: nn.Module) -> int:
     folded = 0
     for module in model.modules():
         if parametrize.is_parametrized(module):
-            for name in list(module.parametrizations.keys()):
+            parametrized: nn.ModuleDict = module.parametrizations  # type: ignore[assignment]
+            for name in list(parametrized.keys()):
                 parametrize.remove_parametrizations(module, name, leave_parametrized=True)
                 folded += 1
     return folded

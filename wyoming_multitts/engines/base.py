@@ -11,6 +11,7 @@ import numpy as np
 
 from ..catalog import ModelSpec
 from ..devices import Device
+from ..errors import VoiceError
 
 
 @dataclass(frozen=True)
@@ -53,14 +54,18 @@ class EngineModule(Protocol):
     FILES: Mapping[str, tuple[str, ...] | None]
     """Catalog file roles: None for one file (`file:`), or the names read from a folder repo."""
 
-    def estimate_bytes(self, model: ModelSpec, paths: Mapping[str, Path]) -> int:
+    def estimate_bytes(self, model: ModelSpec, paths: Mapping[str, Path], where: str) -> int:
         """Memory the loaded model will take (weights plus caches), before loading it."""
 
     def load(
-        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
+        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
     ) -> Engine:
-        """Load the model from local files on `device` using `threads` CPU threads."""
+        """Load the model from local files on `device` using `threads` CPU threads.
+
+        `where` names the voice and model that asked (e.g. "voice tara (model orpheus-3b)"); every
+        error message starts with it.
+        """
 
 
-class EngineError(RuntimeError):
+class EngineError(VoiceError):
     """An engine failed in a way the user can act on; the message names the voice or file."""

@@ -84,17 +84,23 @@ class OrpheusOptions:
             raise ValueError("max_chunk_frames must be >= first_chunk_frames")
 
 
-def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
+def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> int:
     """GGUF and SNAC weights plus the KV cache of the context."""
-    options = apply_options(OrpheusOptions(), model.options, f"model {model.name}")
+    options = apply_options(OrpheusOptions(), model.options, where)
     n_ctx = options.max_tokens + PROMPT_TOKENS_MAX
     snac_bytes = (paths["codec"] / "pytorch_model.bin").stat().st_size
-    return paths["model"].stat().st_size + gguf_kv_cache_bytes(paths["model"], n_ctx) + snac_bytes
+    return (
+        paths["model"].stat().st_size
+        + gguf_kv_cache_bytes(paths["model"], n_ctx, where)
+        + snac_bytes
+    )
 
 
-def load(model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int) -> "Orpheus":
+def load(
+    model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
+) -> "Orpheus":
     """Load the language model on `device` and SNAC on its torch device."""
-    return Orpheus(model, paths, device, threads)
+    return Orpheus(model, paths, device, threads, where)
 
 
 class Orpheus:
@@ -104,9 +110,8 @@ class Orpheus:
     max_text_chars = MAX_TEXT_CHARS
 
     def __init__(
-        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
+        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
     ) -> None:
-        where = f"model {model.name}"
         check_option_names(model.options, where, OrpheusOptions(), DEFAULT_SAMPLING)
         self._options = apply_options(OrpheusOptions(), model.options, where)
         self._sampling = apply_options(DEFAULT_SAMPLING, model.options, where)
@@ -116,7 +121,7 @@ class Orpheus:
             device,
             n_ctx=self._options.max_tokens + PROMPT_TOKENS_MAX,
             threads=threads,
-            voice=where,
+            where=where,
         )
         try:
             if self._lm.n_vocab < MIN_VOCAB:
@@ -137,7 +142,8 @@ class Orpheus:
         self._lm.close()
 
     def prompt_tokens(self, text: str, speaker: str | None) -> list[int]:
-        """`<start of human><bos>{speaker}: {text}<eot><end of human><start of AI><start of speech>`.
+        """`<start of human><bos>{speaker}: {text}<eot><end of human><start of AI><start of speech>`
+
 
         User text is tokenized with special tokens off, so it cannot inject control tokens;
         emotive tags like `<laugh>` are ordinary text to Orpheus.
@@ -163,6 +169,7 @@ class Orpheus:
         sampler = Sampler(apply_options(self._sampling, voice.options, where), self._lm.n_vocab)
         max_tokens = min(
             options.max_tokens,
+            self._options.max_tokens,  # the context is sized for the model's max_tokens
             round(
                 TOKENS_PER_AUDIO_SECOND
                 * (MIN_SPEECH_SECONDS + MAX_SPEECH_SECONDS_PER_CHAR * len(text))
@@ -198,7 +205,6 @@ class Orpheus:
         self._lm.reset()
         logits = self._lm.decode(prompt)
         prefill_done = time.monotonic()
-        _LOGGER.debug("%s: prefill %d tokens in %.2f s", where, len(prompt), prefill_done - started)
 
         # decode loop: one token per step, constrained to the codes of the frame position
         frame = np.zeros(FRAME_TOKENS, np.int64)
@@ -206,7 +212,7 @@ class Orpheus:
         snac_seconds = 0.0
         for generated in range(1, max_tokens + 1):
             if cancel.is_set():
-                _LOGGER.debug("%s: cancelled after %d tokens", where, generated - 1)
+                _LOGGER.info("%s: cancelled after %d tokens", where, generated - 1)
                 return
             position = (generated - 1) % FRAME_TOKENS
             base = AUDIO_BASE + position * CODES_PER_BOOK
@@ -231,12 +237,15 @@ class Orpheus:
         yield from stream.finish(len(frames))
         snac_seconds += time.monotonic() - tick
         decode_seconds = time.monotonic() - prefill_done - snac_seconds
-        _LOGGER.debug(
-            "%s: %d tokens (%d frames) in %.2f s (%.1f tok/s), SNAC %.2f s",
-            where,
+        # One line per text piece; script/benchmark reads these figures from the server log.
+        _LOGGER.info(
+            "stats voice=%s prompt_tokens=%d tokens=%d frames=%d prefill_s=%.3f decode_s=%.3f "
+            "codec_s=%.3f",
+            voice.name,
+            len(prompt),
             generated,
             len(frames),
+            prefill_done - started,
             decode_seconds,
-            generated / max(decode_seconds, 1e-9),
             snac_seconds,
         )

@@ -30,14 +30,6 @@ _LOGGER = logging.getLogger(__name__)
 CATALOG_NAME = "voices.yaml"
 """The catalog written next to the models."""
 
-GGML_LOG_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.WARNING, 4: logging.ERROR}
-"""`enum ggml_log_level` (ggml.h: DEBUG 1, INFO 2, WARN 3, ERROR 4) to logging levels: llama.cpp's
-INFO lines (one per tensor while quantizing) show only with --debug, its warnings and errors
-always. llama-cpp-python's own callback maps these one level off (INFO as WARNING, ERROR as
-DEBUG), so no logger level would hide the chatter and keep the errors."""
-GGML_LOG_CONTINUE = 5
-"""ggml level of a line that continues the previous one."""
-
 
 @dataclass(frozen=True)
 class EngineModels:
@@ -90,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     # gguf-py announces its endianness for every file it writes
     logging.getLogger("gguf").setLevel(logging.DEBUG if args.debug else logging.WARNING)
     if args.size == "full-size":
-        _send_llama_logs_to_logging()
+        from ..llm import init_runtime  # llama.cpp's log into `logging` (quantizing is chatty)
+
+        init_runtime()
 
     start = time.monotonic()
     command = f"python -m wyoming_multitts.modelgen {args.size} {args.directory}"
@@ -101,31 +95,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"({', '.join(catalog.voices)}) in {time.monotonic() - start:.1f} s; "
         f"catalog: {catalog_path}"
     )
-
-
-_llama_log_callback: list[object] = []
-"""Keeps the ctypes callback alive while llama.cpp holds a pointer to it."""
-
-
-def _send_llama_logs_to_logging() -> None:
-    """Route llama.cpp's log through `logging` (logger `llama.cpp`) for this process."""
-    import ctypes  # pylint: disable=import-outside-toplevel
-
-    import llama_cpp  # pylint: disable=import-outside-toplevel  # only full-size needs it
-
-    llama_logger = logging.getLogger("llama.cpp")
-    state = {"level": logging.DEBUG}
-
-    @llama_cpp.llama_log_callback
-    def log_line(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
-        if level != GGML_LOG_CONTINUE:
-            state["level"] = GGML_LOG_LEVELS.get(level, logging.DEBUG)
-        message = text.decode("utf-8", errors="replace").rstrip("\n")
-        if message:
-            llama_logger.log(state["level"], "%s", message)
-
-    _llama_log_callback.append(log_line)
-    llama_cpp.llama_log_set(log_line, ctypes.c_void_p(0))
 
 
 def write_models(directory: Path, size: str, threads: int, command: str) -> Path:

@@ -1,0 +1,272 @@
+"""The voice catalog (`data/voices.yaml` and its parser) and the command line that finds it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wyoming_multitts.__main__ import ARGS_ENV, parse_settings
+from wyoming_multitts.catalog import (
+    DEFAULT_CATALOG,
+    Catalog,
+    CatalogError,
+    FileRef,
+    load_catalog,
+    parse_catalog,
+)
+from wyoming_multitts.engines import ENGINE_MODULES
+
+CATALOG_PATH = Path("/srv/tts/voices.yaml")
+"""Where the catalogs built in these tests pretend to live (named in every error)."""
+ENGLISH_REPO = "isaiahbjork/orpheus-3b-0.1-ft-Q4_K_M-GGUF"
+ENGLISH_FILE = "orpheus-3b-0.1-ft-q4_k_m.gguf"
+SNAC_REPO = "hubertsiuzdak/snac_24khz"
+ENGLISH_SPEAKERS = ("tara", "leah", "jess", "leo", "dan", "mia", "zac", "zoe")
+"""The Orpheus README's voices, in its order (tara first: the default)."""
+
+
+@pytest.fixture(autouse=True)
+def no_args_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep a `WYOMING_MULTITTS_ARGS` of the machine running the tests out of them."""
+    monkeypatch.delenv(ARGS_ENV, raising=False)
+
+
+def minimal_doc(**model_changes: Any) -> dict[str, Any]:
+    """A valid catalog document: one Orpheus model and one voice, with changes to the model."""
+    model: dict[str, Any] = {
+        "engine": "orpheus",
+        "files": {
+            "model": {"repo": ENGLISH_REPO, "file": ENGLISH_FILE},
+            "codec": {"repo": SNAC_REPO},
+        },
+    }
+    model.update(model_changes)
+    return {
+        "models": {"orpheus-3b-q4": model},
+        "voices": {"orpheus-tara": {"model": "orpheus-3b-q4", "speaker": "tara"}},
+    }
+
+
+def catalog_error(doc: Any) -> str:
+    """The message of the `CatalogError` that parsing `doc` raises."""
+    with pytest.raises(CatalogError) as raised:
+        parse_catalog(doc, CATALOG_PATH)
+    return str(raised.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The shipped catalog
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Catalog:
+    """`data/voices.yaml` as the server loads it."""
+    return load_catalog(DEFAULT_CATALOG)
+
+
+def test_shipped_catalog_default_voice_is_tara(shipped: Catalog) -> None:
+    assert shipped.path == DEFAULT_CATALOG
+    assert next(iter(shipped.voices)) == "orpheus-tara"
+    assert shipped.default_voice.speaker == "tara"
+
+
+def test_shipped_catalog_english_voices(shipped: Catalog) -> None:
+    english = [v for v in shipped.voices.values() if v.languages == ("en",)]
+    assert [v.name for v in english] == [f"orpheus-{s}" for s in ENGLISH_SPEAKERS]
+    assert [v.speaker for v in english] == list(ENGLISH_SPEAKERS)
+    model = shipped.models[english[0].model]
+    assert {v.model for v in english} == {model.name}
+    assert model.engine == "orpheus"
+    assert model.device == "auto"
+    assert model.files["model"] == FileRef(repo=ENGLISH_REPO, file=ENGLISH_FILE)
+    assert model.files["codec"] == FileRef(repo=SNAC_REPO)
+    assert model.attribution is not None and model.attribution.name == "canopylabs"
+
+
+def test_shipped_catalog_engines_are_known(shipped: Catalog) -> None:
+    for model in shipped.models.values():
+        assert model.engine in ENGINE_MODULES, model.name
+
+
+def test_shipped_catalog_multilingual_models(shipped: Catalog) -> None:
+    languages = {lang for voice in shipped.voices.values() for lang in voice.languages}
+    assert languages == {"en", "fr", "de", "ko", "hi", "zh", "es", "it"}
+    for model in shipped.models.values():
+        ref = model.files["model"]
+        assert ref.repo is not None and ref.file is not None, model.name
+        if ref.repo.startswith("freddyaboulton/"):
+            # orpheus-cpp's rule: the lower-cased repo name with -gguf turned into .gguf
+            name = ref.repo.split("/")[1].lower()
+            assert ref.file == name.removesuffix("-gguf") + ".gguf", model.name
+        assert model.files["codec"] == FileRef(repo=SNAC_REPO), model.name
+
+
+def test_shipped_catalog_voice_names_are_ascii(shipped: Catalog) -> None:
+    for voice in shipped.voices.values():
+        assert re.fullmatch(r"[a-z0-9-]+", voice.name), voice.name
+        assert voice.speaker and voice.description, voice.name
+    assert shipped.voices["orpheus-ko-yuna"].speaker == "유나"
+    assert shipped.voices["orpheus-it-giulia"].model == shipped.voices["orpheus-es-javi"].model
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing and its errors
+
+
+def test_minimal_catalog_parses() -> None:
+    catalog = parse_catalog(minimal_doc(), CATALOG_PATH)
+    model = catalog.models["orpheus-3b-q4"]
+    assert model.device == "auto" and dict(model.options) == {} and model.source == CATALOG_PATH
+    assert catalog.default_voice.languages == ("en",)
+
+
+def test_relative_path_is_resolved_against_the_catalog_folder() -> None:
+    doc = minimal_doc(
+        files={"model": {"path": "models/orpheus.gguf"}, "codec": {"path": "/opt/snac"}}
+    )
+    files = parse_catalog(doc, CATALOG_PATH).models["orpheus-3b-q4"].files
+    assert files["model"].path == CATALOG_PATH.parent / "models" / "orpheus.gguf"
+    assert files["codec"].path == Path("/opt/snac")
+
+
+def test_error_for_a_document_that_is_not_a_mapping() -> None:
+    message = catalog_error(["voices"])
+    assert str(CATALOG_PATH) in message and "mapping" in message
+
+
+def test_error_for_an_unknown_top_level_key() -> None:
+    doc = minimal_doc()
+    doc["speakers"] = {}
+    message = catalog_error(doc)
+    assert str(CATALOG_PATH) in message and "speakers" in message
+
+
+def test_error_for_an_unknown_model_key() -> None:
+    message = catalog_error(minimal_doc(devcie="cpu"))
+    assert str(CATALOG_PATH) in message
+    assert "models.orpheus-3b-q4" in message and "devcie" in message
+
+
+def test_error_for_a_voice_without_a_model() -> None:
+    doc = minimal_doc()
+    del doc["voices"]["orpheus-tara"]["model"]
+    message = catalog_error(doc)
+    assert str(CATALOG_PATH) in message and "voices.orpheus-tara.model" in message
+
+
+def test_error_for_a_voice_naming_an_unknown_model() -> None:
+    doc = minimal_doc()
+    doc["voices"]["orpheus-tara"]["model"] = "orpheus-8b"
+    message = catalog_error(doc)
+    assert str(CATALOG_PATH) in message and "voices.orpheus-tara.model" in message
+    assert "orpheus-8b" in message and "orpheus-3b-q4" in message
+
+
+def test_error_for_a_file_with_both_repo_and_path() -> None:
+    doc = minimal_doc(
+        files={
+            "model": {"repo": ENGLISH_REPO, "path": "orpheus.gguf"},
+            "codec": {"repo": SNAC_REPO},
+        }
+    )
+    message = catalog_error(doc)
+    assert str(CATALOG_PATH) in message and "models.orpheus-3b-q4.files.model" in message
+
+
+def test_error_for_a_model_that_is_not_a_mapping() -> None:
+    doc = minimal_doc()
+    doc["models"]["orpheus-3b-q4"] = "orpheus"
+    message = catalog_error(doc)
+    assert str(CATALOG_PATH) in message and "models.orpheus-3b-q4" in message
+    assert "mapping" in message
+
+
+def test_error_for_empty_voices() -> None:
+    doc = minimal_doc()
+    doc["voices"] = {}
+    message = catalog_error(doc)
+    assert str(CATALOG_PATH) in message and "voices" in message
+
+
+def test_error_for_an_unreadable_file(tmp_path: Path) -> None:
+    missing = tmp_path / "voices.yaml"
+    with pytest.raises(CatalogError, match=re.escape(str(missing))):
+        load_catalog(missing)
+
+
+def test_error_for_invalid_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "voices.yaml"
+    path.write_text("models: [unclosed\n", encoding="utf-8")
+    with pytest.raises(CatalogError, match="not valid YAML"):
+        load_catalog(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Default voice
+
+
+def test_with_default_voice_moves_the_voice_first(shipped: Catalog) -> None:
+    catalog = shipped.with_default_voice("orpheus-leo")
+    assert catalog.default_voice.name == "orpheus-leo"
+    assert list(catalog.voices) == ["orpheus-leo"] + [
+        v for v in shipped.voices if v != "orpheus-leo"
+    ]
+    assert catalog.models == shipped.models and catalog.path == shipped.path
+
+
+def test_with_default_voice_rejects_unknown_names(shipped: Catalog) -> None:
+    with pytest.raises(CatalogError, match="orpheus-bob") as raised:
+        shipped.with_default_voice("orpheus-bob")
+    assert str(DEFAULT_CATALOG) in str(raised.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line and WYOMING_MULTITTS_ARGS
+
+
+def test_defaults_use_the_shipped_catalog() -> None:
+    settings = parse_settings([])
+    assert settings.uri == "tcp://0.0.0.0:10200"
+    assert settings.voices == DEFAULT_CATALOG
+    assert settings.zeroconf_name is None and settings.streaming and not settings.offline
+    assert settings.download_dir is None and settings.default_voice is None
+
+
+def test_max_loaded_bytes_takes_decimal_units() -> None:
+    assert parse_settings(["--max-loaded-bytes", "8G"]).max_loaded_bytes == 8_000_000_000
+    assert parse_settings(["--max-loaded-bytes", "512M"]).max_loaded_bytes == 512_000_000
+    with pytest.raises(SystemExit):
+        parse_settings(["--max-loaded-bytes", "lots"])
+
+
+def test_zeroconf_default_name() -> None:
+    assert parse_settings(["--zeroconf"]).zeroconf_name == "multitts"
+    assert parse_settings(["--zeroconf", "kitchen"]).zeroconf_name == "kitchen"
+
+
+def test_zeroconf_needs_tcp() -> None:
+    with pytest.raises(SystemExit):
+        parse_settings(["--uri", "unix:///tmp/tts.sock", "--zeroconf"])
+
+
+def test_arguments_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ARGS_ENV, "--voice orpheus-leo --unload-after 300 --offline")
+    settings = parse_settings(["--no-streaming"])
+    assert settings.default_voice == "orpheus-leo"
+    assert settings.unload_after == 300.0
+    assert settings.offline and not settings.streaming
+
+
+def test_data_dir_catalog_is_used_without_voices(tmp_path: Path) -> None:
+    empty, data = tmp_path / "empty", tmp_path / "data"
+    empty.mkdir()
+    data.mkdir()
+    (data / "voices.yaml").write_text("voices: {}\n", encoding="utf-8")
+    settings = parse_settings(["--data-dir", str(empty), "--data-dir", str(data)])
+    assert settings.voices == data / "voices.yaml"
+    assert settings.download_dir == empty / "huggingface"
+    explicit = parse_settings(["--data-dir", str(data), "--voices", "/etc/tts.yaml"])
+    assert explicit.voices == Path("/etc/tts.yaml")
