@@ -52,3 +52,18 @@ def test_repetition_penalty_over_a_window() -> None:
 def test_out_of_range_settings_are_refused(bad: dict) -> None:
     with pytest.raises(ValueError):
         SamplingConfig(**bad)
+
+
+def test_min_p_drops_the_unlikely() -> None:
+    # softmax ratios to the best (3.0): 2.0 → e^-1 = 0.37, 1.0 → e^-2 = 0.14, -1 → e^-4 = 0.02
+    sampler = Sampler(SamplingConfig(min_p=0.2, seed=2), 20)
+    assert {sampler.sample(LOGITS, IDS) for _ in range(300)} == {11, 12}
+
+
+def test_top_k_over_a_large_vocabulary_matches_a_full_sort() -> None:
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal(157_000).astype(np.float32)
+    ids = np.arange(logits.size)
+    fast = Sampler(SamplingConfig(top_k=40, seed=9), logits.size)
+    picks = {fast.sample(logits, ids) for _ in range(500)}
+    assert picks <= set(np.argsort(-logits)[:40].tolist())

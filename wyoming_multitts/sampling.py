@@ -22,6 +22,8 @@ class SamplingConfig:
     """Keep only the k most likely candidates (0: no cut)."""
     top_p: float = 1.0
     """Keep the smallest set of candidates whose probability reaches p (1: no cut)."""
+    min_p: float = 0.0
+    """Drop candidates less likely than min_p times the most likely one (0: no cut)."""
     repetition_penalty: float = 1.0
     """Divide positive (multiply negative) logits of tokens already seen (1: off)."""
     penalty_window: int = 0
@@ -32,6 +34,8 @@ class SamplingConfig:
     def __post_init__(self) -> None:
         if self.temperature < 0 or not 0 < self.top_p <= 1 or self.top_k < 0:
             raise ValueError("sampling: need temperature >= 0, 0 < top_p <= 1 and top_k >= 0")
+        if not 0 <= self.min_p < 1:
+            raise ValueError("sampling: need 0 <= min_p < 1")
         if self.repetition_penalty <= 0 or self.penalty_window < 0:
             raise ValueError("sampling: need repetition_penalty > 0 (1 = off), penalty_window >= 0")
 
@@ -67,10 +71,16 @@ class Sampler:
         if cfg.temperature == 0:
             return int(candidate_ids[int(np.argmax(scores))])
 
-        order = np.argsort(-scores, kind="stable")  # (n,) best first
-        if cfg.top_k:
-            order = order[: cfg.top_k]
+        if cfg.top_k and cfg.top_k < scores.size:
+            # the k best in O(n), then sorted: a 157k vocabulary costs ~1 ms instead of ~10
+            best = np.argpartition(-scores, cfg.top_k - 1)[: cfg.top_k]  # (k,) unordered
+            order = best[np.argsort(-scores[best], kind="stable")]  # (k,) best first
+        else:
+            order = np.argsort(-scores, kind="stable")  # (n,) best first
         probs = np.exp((scores[order] - scores[order[0]]) / cfg.temperature)  # (k,)
+        if cfg.min_p:
+            keep = int(np.count_nonzero(probs >= cfg.min_p))  # probs[0] == 1: the best
+            order, probs = order[:keep], probs[:keep]
         probs /= probs.sum()
         if cfg.top_p < 1.0:
             # keep the smallest prefix whose mass reaches top_p (always at least one token)

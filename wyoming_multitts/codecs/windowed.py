@@ -51,9 +51,14 @@ class WindowedDecoder:
             self._chunk = min(2 * self._chunk, self._max_chunk)
 
     def finish(self, n_frames: int) -> Iterator[np.ndarray]:
-        """The rest of the audio once no more frames will come."""
-        if n_frames > self.emitted:
-            yield self._emit(n_frames - self.emitted, n_frames)
+        """The rest of the audio once no more frames will come (windows stay within max_chunk)."""
+        while n_frames > self.emitted:
+            yield self._emit(min(n_frames - self.emitted, self._max_chunk), n_frames)
+
+    @property
+    def max_window(self) -> int:
+        """The most frames one `decode` call is given."""
+        return self._left + self._max_chunk + self._right
 
     def _emit(self, count: int, n_frames: int) -> np.ndarray:
         first = max(0, self.emitted - self._left)
