@@ -42,6 +42,8 @@ OFFLOAD_ALL_LAYERS = 999
 """`n_gpu_layers` that puts every layer on the chosen device (llama.cpp caps it at n_layer)."""
 DEFAULT_BATCH = 512
 """Tokens evaluated per `llama_decode` call during prefill (llama.cpp's default n_batch)."""
+SEQUENCE = 0
+"""The one sequence id every batch and KV-cache call uses (a context holds one sequence)."""
 
 _INIT_LOCK = threading.Lock()
 _initialized = False
@@ -137,11 +139,21 @@ class LlamaModel:
         threads: int,
         where: str,
         n_batch: int = DEFAULT_BATCH,
+        embeddings: bool = False,
     ) -> None:
+        """Load `path` with a context of `n_ctx` tokens.
+
+        `embeddings=True` makes an encoder context (e.g. the WavTokenizer vocoder): `encode`
+        returns one row per token and every sequence runs as one ubatch of up to `n_ctx`
+        tokens, because a non-causal graph (attention, convolutions over the whole sequence)
+        cannot be split; `n_batch` is then ignored. Such a context has no `decode`.
+        """
         init_runtime()
         self.path = path
+        self.where = where
         self.n_ctx = n_ctx
-        self.n_batch = n_batch
+        self.embeddings = embeddings
+        self.n_batch = n_ctx if embeddings else n_batch
         self._stack = contextlib.ExitStack()
         try:
             self._model = self._load_model(path, device, where)
@@ -149,13 +161,17 @@ class LlamaModel:
 
             params = llama_cpp.llama_context_default_params()
             params.n_ctx = n_ctx
-            params.n_batch = n_batch
-            params.n_ubatch = n_batch
+            params.n_batch = self.n_batch
+            params.n_ubatch = self.n_batch
             params.n_threads = threads
             params.n_threads_batch = threads
-            params.n_outputs_max = (
-                1  # we read the last token's logits only: saves n_batch x n_vocab floats
-            )
+            if embeddings:
+                params.embeddings = True
+                params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE  # one row per token
+                params.n_outputs_max = self.n_batch  # every token outputs
+            else:
+                # we read the last token's logits only: saves n_batch x n_vocab floats
+                params.n_outputs_max = 1
             params.no_perf = True
             self._ctx = llama_cpp.llama_init_from_model(self._model, params)
             if not self._ctx:
@@ -165,16 +181,24 @@ class LlamaModel:
                 )
             self._stack.callback(llama_cpp.llama_free, self._ctx)
 
-            self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+            self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
             self._stack.callback(llama_cpp.llama_batch_free, self._batch)
         except BaseException:
             self._stack.close()
             raise
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
-        self._memory = llama_cpp.llama_get_memory(self._ctx)
+        self._memory = llama_cpp.llama_get_memory(self._ctx)  # NULL for cache-less encoders
         self.n_vocab: int = llama_cpp.llama_vocab_n_tokens(self._vocab)
+        self.has_tokenizer = (
+            llama_cpp.llama_vocab_type(self._vocab) != llama_cpp.LLAMA_VOCAB_TYPE_NONE
+        )
+        """False for models without a vocabulary (the vocoder): no tokenize, no token text."""
+        self.n_embd_out: int = llama_cpp.llama_model_n_embd_out(self._model)
+        """Width of one `encode` row (WavTokenizer: 1282, a spectrum frame)."""
         self.n_past = 0
         """Tokens in the KV cache (positions 0 … n_past-1)."""
+        if embeddings:
+            self._prepare_encoder_batch()
 
     @staticmethod
     def _load_model(path: Path, device: Device, where: str) -> ctypes.c_void_p:
@@ -203,10 +227,27 @@ class LlamaModel:
             )
         return model
 
+    def metadata(self, key: str) -> str | None:
+        """A GGUF metadata value as text (`general.architecture`, …); None when absent."""
+        size = 256
+        while True:
+            buffer = ctypes.create_string_buffer(size)
+            length = llama_cpp.llama_model_meta_val_str(self._model, key.encode(), buffer, size)
+            if length < 0:
+                return None
+            if length < size:
+                return buffer.value.decode("utf-8", errors="replace")
+            size = length + 1
+
     # ---- vocabulary
+    #
+    # llama.cpp aborts the whole process (GGML_ASSERT, or a C++ exception crossing the C API)
+    # when asked to tokenize without a tokenizer or for the attributes of an id it does not
+    # have; every method here checks first and raises LlamaError instead.
 
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         """Token ids of `text` (no BOS). `special=False` keeps control tokens out of user text."""
+        self._check_tokenizer("tokenize text")
         data = text.encode("utf-8")
         capacity = len(data) + 8
         tokens = (llama_cpp.llama_token * capacity)()
@@ -223,6 +264,7 @@ class LlamaModel:
 
     def token_text(self, token: int) -> str:
         """The text of one token, special tokens included (e.g. `<custom_token_10>`)."""
+        self._check_token(token, "read the text of")
         return llama_cpp.llama_vocab_get_text(self._vocab, token).decode("utf-8", errors="replace")
 
     def special_token(self, text: str) -> int:
@@ -232,6 +274,31 @@ class LlamaModel:
             raise LlamaError(f"{self.path}: the vocabulary has no single token {text!r}")
         return ids[0]
 
+    def is_control(self, token: int) -> bool:
+        """Whether `token` is a control token (`<|im_start|>`, `<|audio_end|>`, …)."""
+        self._check_token(token, "classify")
+        return bool(llama_cpp.llama_vocab_is_control(self._vocab, token))
+
+    def is_end_of_generation(self, token: int) -> bool:
+        """Whether `token` ends generation (EOS, EOT and the model's other stop tokens)."""
+        self._check_token(token, "classify")
+        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+
+    def _check_tokenizer(self, action: str) -> None:
+        if not self.has_tokenizer:
+            raise LlamaError(
+                f"{self.where}: {self.path} has no tokenizer (vocabulary type none), so it "
+                f"cannot {action}; is the catalog's file role right?"
+            )
+
+    def _check_token(self, token: int, action: str) -> None:
+        self._check_tokenizer(f"{action} a token")
+        if not 0 <= token < self.n_vocab:
+            raise LlamaError(
+                f"{self.where}: {self.path}: token id {token} is outside its vocabulary "
+                f"0..{self.n_vocab - 1}"
+            )
+
     # ---- evaluation
 
     def reset(self) -> None:
@@ -239,11 +306,32 @@ class LlamaModel:
         llama_cpp.llama_memory_clear(self._memory, True)
         self.n_past = 0
 
+    def keep_prefix(self, n_tokens: int) -> None:
+        """Forget every cached position from `n_tokens` on; the first `n_tokens` stay cached.
+
+        A prompt prefix shared by many requests (an OuteTTS speaker profile: 1000+ tokens) is
+        then evaluated once: `keep_prefix(len(prefix))` before each request, then `decode` the
+        rest, which continues at position `n_tokens`.
+        """
+        if not 0 <= n_tokens <= self.n_past:
+            raise ValueError(f"keep_prefix({n_tokens}): only {self.n_past} tokens are cached")
+        if n_tokens == self.n_past:
+            return
+        if not llama_cpp.llama_memory_seq_rm(self._memory, SEQUENCE, n_tokens, -1):
+            self.reset()  # the cache may be half-trimmed: start from nothing rather than garbage
+            raise LlamaError(
+                f"{self.where}: {self.path}: llama.cpp cannot drop part of this model's memory "
+                f"(recurrent state?); the cache was cleared instead of keeping {n_tokens} tokens"
+            )
+        self.n_past = n_tokens
+
     def decode(self, tokens: Sequence[int]) -> np.ndarray:
         """Evaluate `tokens` after what is cached; the logits (n_vocab,) after the last one.
 
         The array is a view into llama.cpp's buffer, valid until the next `decode`.
         """
+        if self.embeddings:
+            raise LlamaError(f"{self.where}: {self.path} is loaded as an encoder: use encode")
         if not tokens:
             raise ValueError("decode needs at least one token")
         if self.n_past + len(tokens) > self.n_ctx:
@@ -259,7 +347,7 @@ class LlamaModel:
                 batch.token[i] = token
                 batch.pos[i] = self.n_past + i
                 batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = 0
+                batch.seq_id[i][0] = SEQUENCE
                 batch.logits[i] = i == len(part) - 1
             status = llama_cpp.llama_decode(self._ctx, batch)
             if status != 0:
@@ -267,6 +355,57 @@ class LlamaModel:
             self.n_past += len(part)
         logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
         return np.ctypeslib.as_array(logits, shape=(self.n_vocab,))  # (n_vocab,) float32 view
+
+    def _prepare_encoder_batch(self) -> None:
+        """Fill the batch's fixed fields once: position i, sequence 0, an output per token."""
+        batch = self._batch
+        size = self.n_batch
+        np.ctypeslib.as_array(batch.pos, shape=(size,))[:] = np.arange(size)
+        np.ctypeslib.as_array(batch.n_seq_id, shape=(size,))[:] = 1
+        np.ctypeslib.as_array(batch.logits, shape=(size,))[:] = 1
+        for i in range(size):
+            batch.seq_id[i][0] = SEQUENCE
+        self._batch_tokens = np.ctypeslib.as_array(batch.token, shape=(size,))  # (n_batch,) int32
+
+    def encode(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Run the encoder over `tokens` as one sequence; rows (T, n_embd_out) float32, a copy.
+
+        Checked here because llama.cpp aborts the process (GGML_ASSERT "encoder requires
+        n_ubatch >= n_tokens") for a sequence longer than the context, and rejects ids outside
+        the vocabulary: both raise LlamaError before llama.cpp is called.
+        """
+        if not self.embeddings:
+            raise LlamaError(
+                f"{self.where}: {self.path} was not loaded as an encoder (embeddings=True)"
+            )
+        ids = np.asarray(tokens)
+        if ids.ndim != 1 or ids.size == 0:
+            raise ValueError(f"encode needs a non-empty 1-D sequence of ids, got shape {ids.shape}")
+        if ids.dtype.kind not in "iu":
+            raise ValueError(f"encode needs integer ids, got {ids.dtype}")
+        if ids.size > self.n_batch:
+            raise LlamaError(
+                f"{self.where}: {self.path}: {ids.size} tokens do not fit the encoder's "
+                f"{self.n_batch}-token context; encode longer sequences in windows"
+            )
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= self.n_vocab:
+            bad = low if low < 0 else high
+            raise LlamaError(
+                f"{self.where}: {self.path}: id {bad} is outside the model's range "
+                f"0..{self.n_vocab - 1}"
+            )
+        n_tokens = int(ids.size)
+        self._batch_tokens[:n_tokens] = ids
+        self._batch.n_tokens = n_tokens
+        status = llama_cpp.llama_encode(self._ctx, self._batch)
+        if status != 0:
+            raise LlamaError(f"{self.path}: llama_encode failed with status {status}")
+        rows = llama_cpp.llama_get_embeddings(self._ctx)
+        if not rows:
+            raise LlamaError(f"{self.path}: llama.cpp returned no embeddings after encode")
+        shape = (n_tokens, self.n_embd_out)
+        return np.ctypeslib.as_array(rows, shape=shape).copy()  # (T, n_embd_out) float32
 
     def close(self) -> None:
         """Free the context and the model (idempotent)."""

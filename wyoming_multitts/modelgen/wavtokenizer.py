@@ -1,0 +1,313 @@
+"""Random-weight WavTokenizer decoders (OuteTTS 0.2/0.3's vocoder) as llama.cpp GGUFs.
+
+Architecture `wavtokenizer-dec`: codebook → Conv1d k7 → PosNet (resnet, resnet, attention,
+resnet, resnet, GroupNorm) → LayerNorm → ConvNeXt blocks → LayerNorm → a linear head giving one
+spectrum frame (641 log-magnitudes + 641 phases) per code. Tensor names, shapes and metadata
+follow llama.cpp's converter and loader (`conversion/wavtokenizer.py`,
+`src/models/wavtokenizer-dec.cpp`, vendored in llama-cpp-python 0.3.36); docs
+engines-outetts-orpheus.md §2.4 and §2.6. Matrices are F16 like the published
+`WavTokenizer-Large-75-F16.gguf`; norms, biases and layer scales F32, as the converter keeps them.
+
+Weights are scaled so that every layer sees roughly unit-variance input, norms and biases are
+random too (a layout mistake changes the output, so the numeric oracle catches it), and the
+head's log-magnitudes centre on `LOG_MAGNITUDE_MEAN`: the ISTFT then gives noise at a speech-like
+level, far below the magnitude clip.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+from .files import PARTIAL_SUFFIX, atomic_path
+
+_LOGGER = logging.getLogger(__name__)
+
+ARCH = "wavtokenizer-dec"
+"""`general.architecture` of llama.cpp's WavTokenizer decoder."""
+
+POSNET_LAYERS = 6
+"""resnet, resnet, attention, resnet, resnet, norm: llama.cpp hard-codes this layout."""
+POSNET_RESNETS = (0, 1, 3, 4)
+POSNET_ATTENTION = 2
+POSNET_NORM = 5
+CONV_KERNEL = 7
+"""Kernel of the input convolution and of the ConvNeXt depthwise convolutions."""
+RESNET_KERNEL = 3
+"""Kernel of the PosNet resnet convolutions."""
+
+NORM_EPS = 1e-6
+"""LayerNorm and GroupNorm epsilon of WavTokenizer (config.json `layer_norm_epsilon`)."""
+CONTEXT_LENGTH = 8192
+"""`context_length` the converter writes (config.json `max_position_embeddings`)."""
+
+NORM_SCALE_STD = 0.1
+"""Norm weights are 1 + N(0, this); biases N(0, this)."""
+LAYER_SCALE_MEAN = 0.1
+"""ConvNeXt `gamma` (layer scale) values centre here, keeping the residual stream bounded."""
+HEAD_STD = 0.5
+"""Standard deviation of each head output (log-magnitude and phase) around its mean."""
+LOG_MAGNITUDE_MEAN = 1.0
+"""Mean log-magnitude of the head (its bias): |X| ≈ e, about -25 dBFS of noise after the ISTFT,
+and well under the clip at 100 (log 4.6)."""
+
+TINY_FILE = "wavtokenizer-tiny.gguf"
+FULL_FILE = "WavTokenizer-Large-75-random-F16.gguf"
+SEED = 75
+
+
+@dataclass(frozen=True)
+class WavTokenizerShape:
+    """The hyper-parameters of a WavTokenizer decoder, as llama.cpp reads them from GGUF."""
+
+    n_codes: int
+    """Codebook rows (`vocab_size`): code ids are 0 … n_codes-1."""
+    n_features: int
+    """Codebook width (`features_length`), the input convolution's channels."""
+    n_embd: int
+    """Channels C of PosNet and ConvNeXt (`posnet/convnext.embedding_length`)."""
+    n_ff: int
+    """Hidden size of the ConvNeXt feed-forward (`feed_forward_length`)."""
+    n_convnext: int
+    """ConvNeXt blocks."""
+    n_groups: int
+    """GroupNorm groups of PosNet; must divide n_embd."""
+    n_embd_out: int
+    """Head outputs per code (`embedding_length`): log-magnitudes then phases (1282 = 2 x 641)."""
+    weight_type: gguf.GGMLQuantizationType = gguf.GGMLQuantizationType.F16
+    """Storage of the matrices (convolutions, linears, codebook): F16 or F32."""
+
+    def __post_init__(self) -> None:
+        problems = []
+        sizes = ("n_codes", "n_features", "n_embd", "n_ff", "n_convnext", "n_groups", "n_embd_out")
+        problems += [f"{name} must be positive" for name in sizes if getattr(self, name) <= 0]
+        if self.n_groups > 0 and self.n_embd % self.n_groups:
+            problems.append(f"n_embd {self.n_embd} is not a multiple of n_groups {self.n_groups}")
+        if self.n_embd_out % 2:
+            problems.append(f"n_embd_out {self.n_embd_out} must be even (magnitudes + phases)")
+        if self.weight_type not in _NUMPY_TYPES:
+            problems.append(f"weight_type must be F16 or F32, not {self.weight_type.name}")
+        if problems:
+            raise ValueError(f"invalid WavTokenizerShape: {'; '.join(problems)}")
+
+    @property
+    def block_count(self) -> int:
+        """`block_count`: llama.cpp asserts it covers both the PosNet and the ConvNeXt layers."""
+        return max(POSNET_LAYERS, self.n_convnext)
+
+    @property
+    def n_params(self) -> int:
+        """Number of parameters."""
+        return sum(int(np.prod(tensor.shape)) for tensor in _tensor_plan(self))
+
+
+_NUMPY_TYPES = {
+    gguf.GGMLQuantizationType.F16: (np.float16, gguf.LlamaFileType.MOSTLY_F16),
+    gguf.GGMLQuantizationType.F32: (np.float32, gguf.LlamaFileType.ALL_F32),
+}
+
+TINY_WAVTOKENIZER = WavTokenizerShape(
+    n_codes=4096, n_features=16, n_embd=32, n_ff=48, n_convnext=2, n_groups=8, n_embd_out=1282
+)
+"""Every tensor kind at toy size; real code ids and the real 1282-wide spectrum frames, so the
+real ISTFT applies. About 0.1 M params."""
+
+FULL_WAVTOKENIZER = WavTokenizerShape(
+    n_codes=4096,
+    n_features=512,
+    n_embd=768,
+    n_ff=2304,
+    n_convnext=12,
+    n_groups=32,
+    n_embd_out=1282,
+)
+"""WavTokenizer-large-speech-75token (`novateur/...`, OuteTTS 0.2/0.3): about 65 M params,
+130 MB at F16 (docs §2.1)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Tensors
+
+
+@dataclass(frozen=True)
+class _Tensor:
+    name: str
+    shape: tuple[int, ...]
+    """torch order; GGUF stores it reversed (ne0 = the last axis)."""
+    std: float
+    mean: float = 0.0
+    matrix: bool = False
+    """A weight matrix or kernel (stored as `weight_type`); otherwise F32."""
+
+
+def _tensor_plan(shape: WavTokenizerShape) -> list[_Tensor]:
+    """Every tensor llama.cpp loads for `shape`, in the converter's order (docs §2.4 table)."""
+    channels, features, k = shape.n_embd, shape.n_features, CONV_KERNEL
+    # posnet norms and biases, conv biases: [channels, 1] for ggml's broadcast over time
+    column = (channels, 1)
+
+    def scale(name: str, dims: tuple[int, ...]) -> _Tensor:
+        return _Tensor(name, dims, NORM_SCALE_STD, mean=1.0)
+
+    def shift(name: str, dims: tuple[int, ...]) -> _Tensor:
+        return _Tensor(name, dims, NORM_SCALE_STD)
+
+    def kernel(name: str, dims: tuple[int, ...], fan_in: int) -> _Tensor:
+        return _Tensor(name, dims, 1.0 / np.sqrt(fan_in), matrix=True)
+
+    plan = [
+        _Tensor("token_embd.weight", (shape.n_codes, features), 1.0, matrix=True),
+        kernel("conv1d.weight", (channels, features, k), features * k),
+        shift("conv1d.bias", column),
+    ]
+    for i in range(POSNET_LAYERS):
+        p = f"posnet.{i}."
+        if i in POSNET_RESNETS:
+            for n in ("1", "2"):
+                plan += [
+                    scale(p + f"norm{n}.weight", column),
+                    shift(p + f"norm{n}.bias", column),
+                    kernel(
+                        p + f"conv{n}.weight",
+                        (channels, channels, RESNET_KERNEL),
+                        channels * RESNET_KERNEL,
+                    ),
+                    shift(p + f"conv{n}.bias", column),
+                ]
+        elif i == POSNET_ATTENTION:
+            plan += [scale(p + "attn_norm.weight", column), shift(p + "attn_norm.bias", column)]
+            for proj in ("attn_q", "attn_k", "attn_v", "attn_output"):
+                plan += [
+                    kernel(p + proj + ".weight", (channels, channels, 1), channels),
+                    shift(p + proj + ".bias", column),
+                ]
+        else:  # POSNET_NORM; llama.cpp names it attn_norm too
+            plan += [scale(p + "attn_norm.weight", column), shift(p + "attn_norm.bias", column)]
+    plan += [
+        scale("token_embd_norm.weight", (channels,)),
+        shift("token_embd_norm.bias", (channels,)),
+    ]
+    for i in range(shape.n_convnext):
+        p = f"convnext.{i}."
+        plan += [
+            kernel(p + "dw.weight", (channels, 1, k), k),
+            shift(p + "dw.bias", column),
+            scale(p + "norm.weight", (channels,)),
+            shift(p + "norm.bias", (channels,)),
+            kernel(p + "pw1.weight", (shape.n_ff, channels), channels),
+            shift(p + "pw1.bias", (shape.n_ff,)),
+            kernel(p + "pw2.weight", (channels, shape.n_ff), shape.n_ff),
+            shift(p + "pw2.bias", (channels,)),
+            _Tensor(
+                p + "gamma.weight", (channels,), LAYER_SCALE_MEAN * NORM_SCALE_STD, LAYER_SCALE_MEAN
+            ),
+        ]
+    plan += [
+        scale("output_norm.weight", (channels,)),
+        shift("output_norm.bias", (channels,)),
+        _Tensor(
+            "output.weight", (shape.n_embd_out, channels), HEAD_STD / np.sqrt(channels), matrix=True
+        ),
+        _Tensor("output.bias", (shape.n_embd_out,), HEAD_STD),  # + LOG_MAGNITUDE_MEAN, first half
+    ]
+    return plan
+
+
+def _values(tensor: _Tensor, rng: np.random.Generator) -> np.ndarray:
+    """The tensor's random values in torch order, float32."""
+    values = rng.standard_normal(tensor.shape, dtype=np.float32) * np.float32(tensor.std)
+    values += np.float32(tensor.mean)
+    if tensor.name == "output.bias":
+        values[: tensor.shape[0] // 2] += np.float32(LOG_MAGNITUDE_MEAN)  # log-magnitudes
+    return values
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing
+
+
+def write_wavtokenizer(path: Path, shape: WavTokenizerShape, seed: int) -> None:
+    """Write a random-weight WavTokenizer decoder GGUF to `path` (overwriting it).
+
+    The same `seed` gives the same file. Tensors are made and written one at a time (the largest
+    full-size one is 8 MB), so memory stays small. Callers that must never leave a half-written
+    file behind write to `files.atomic_path(...)`.
+    """
+    start = time.monotonic()
+    weight_dtype, file_type = _NUMPY_TYPES[shape.weight_type]
+    plan = _tensor_plan(shape)
+
+    # header, metadata (docs §2.4 "GGUF KV") and tensor table through gguf-py
+    writer = gguf.GGUFWriter(path, ARCH)
+    writer.add_name(Path(path.name.removesuffix(PARTIAL_SUFFIX)).stem)
+    writer.add_file_type(file_type)
+    writer.add_context_length(CONTEXT_LENGTH)
+    writer.add_embedding_length(shape.n_embd_out)
+    writer.add_block_count(shape.block_count)
+    writer.add_head_count(1)
+    writer.add_layer_norm_eps(NORM_EPS)
+    writer.add_vocab_size(shape.n_codes)
+    writer.add_features_length(shape.n_features)
+    writer.add_feed_forward_length(shape.n_ff)
+    writer.add_group_norm_eps(NORM_EPS)
+    writer.add_group_norm_groups(shape.n_groups)
+    writer.add_posnet_embedding_length(shape.n_embd)
+    writer.add_posnet_block_count(POSNET_LAYERS)
+    writer.add_convnext_embedding_length(shape.n_embd)
+    writer.add_convnext_block_count(shape.n_convnext)
+    writer.add_causal_attention(False)
+    writer.add_tokenizer_model("none")
+    for tensor in plan:
+        dtype = np.dtype(weight_dtype if tensor.matrix else np.float32)
+        nbytes = int(np.prod(tensor.shape)) * dtype.itemsize
+        writer.add_tensor_info(tensor.name, tensor.shape, dtype, nbytes)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    writer.close()
+
+    # tensor data, streamed: each tensor starts at the next multiple of the alignment
+    alignment = writer.data_alignment
+    rng = np.random.default_rng(seed)
+    with open(path, "r+b") as out:
+        out.seek(0, 2)
+        for tensor in plan:
+            out.write(b"\0" * (-out.tell() % alignment))
+            values = _values(tensor, rng)
+            values.astype(weight_dtype if tensor.matrix else np.float32).tofile(out)
+        out.write(b"\0" * (-out.tell() % alignment))
+        size = out.tell()
+    _LOGGER.info(
+        "Wrote %s: %s, %.1f M params, %d tensors, %.0f MB in %.1f s",
+        path,
+        ARCH,
+        shape.n_params / 1e6,
+        len(plan),
+        size / 1e6,
+        time.monotonic() - start,
+    )
+
+
+def write_tiny_wavtokenizer(directory: Path) -> Path:
+    """`directory/wavtokenizer-tiny.gguf` (`TINY_WAVTOKENIZER`), written unless it exists."""
+    return _write_once(directory / TINY_FILE, TINY_WAVTOKENIZER)
+
+
+def write_full_wavtokenizer(directory: Path) -> Path:
+    """`directory/WavTokenizer-Large-75-random-F16.gguf` (130 MB), written unless it exists."""
+    return _write_once(directory / FULL_FILE, FULL_WAVTOKENIZER)
+
+
+def _write_once(path: Path, shape: WavTokenizerShape) -> Path:
+    if path.exists():
+        _LOGGER.info("Keeping %s (delete it to rebuild)", path)
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as partial:
+        write_wavtokenizer(partial, shape, SEED)
+    return path
