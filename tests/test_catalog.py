@@ -74,7 +74,11 @@ def test_shipped_catalog_default_voice_is_tara(shipped: Catalog) -> None:
 
 
 def test_shipped_catalog_english_voices(shipped: Catalog) -> None:
-    english = [v for v in shipped.voices.values() if v.languages == ("en",)]
+    english = [
+        v
+        for v in shipped.voices.values()
+        if v.languages == ("en",) and shipped.models[v.model].engine == "orpheus"
+    ]
     assert [v.name for v in english] == [f"orpheus-{s}" for s in ENGLISH_SPEAKERS]
     assert [v.speaker for v in english] == list(ENGLISH_SPEAKERS)
     model = shipped.models[english[0].model]
@@ -91,9 +95,27 @@ def test_shipped_catalog_engines_are_known(shipped: Catalog) -> None:
         assert model.engine in ENGINE_MODULES, model.name
 
 
+def test_shipped_catalog_outetts_models_and_speakers(shipped: Catalog) -> None:
+    from wyoming_multitts.engines.outetts_prompt import builtin_speakers
+
+    outetts_models = {
+        name: model for name, model in shipped.models.items() if model.engine == "outetts"
+    }
+    assert outetts_models["outetts-0.3-500m-q4"].files["model"] == FileRef(
+        repo="OuteAI/OuteTTS-0.3-500M-GGUF", file="OuteTTS-0.3-500M-Q4_K_M.gguf"
+    )
+    for model in outetts_models.values():
+        assert model.files["vocoder"] == FileRef(
+            repo="ggml-org/WavTokenizer", file="WavTokenizer-Large-75-F16.gguf"
+        )
+    for version, model in (("0.3", "outetts-0.3-500m-q4"), ("0.2", "outetts-0.2-500m-q8")):
+        speakers = {v.speaker for v in shipped.voices.values() if v.model == model}
+        assert speakers == set(builtin_speakers(version))  # every built-in speaker is a voice
+
+
 def test_shipped_catalog_multilingual_models(shipped: Catalog) -> None:
     languages = {lang for voice in shipped.voices.values() for lang in voice.languages}
-    assert languages == {"en", "fr", "de", "ko", "hi", "zh", "es", "it"}
+    assert languages == {"en", "fr", "de", "ko", "hi", "zh", "es", "it", "ja"}
     for model in shipped.models.values():
         ref = model.files["model"]
         assert ref.repo is not None and ref.file is not None, model.name
@@ -101,7 +123,8 @@ def test_shipped_catalog_multilingual_models(shipped: Catalog) -> None:
             # orpheus-cpp's rule: the lower-cased repo name with -gguf turned into .gguf
             name = ref.repo.split("/")[1].lower()
             assert ref.file == name.removesuffix("-gguf") + ".gguf", model.name
-        assert model.files["codec"] == FileRef(repo=SNAC_REPO), model.name
+        if model.engine == "orpheus":
+            assert model.files["codec"] == FileRef(repo=SNAC_REPO), model.name
 
 
 def test_shipped_catalog_voice_names_are_ascii(shipped: Catalog) -> None:

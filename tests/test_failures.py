@@ -41,6 +41,15 @@ def failing_server(tiny_models: Path, broken_dir: Path) -> Iterator[RunningServe
     models["late"]["files"]["model"] = {"path": str(broken_dir / "late.gguf")}
     models["garbage"]["files"]["model"] = {"path": str(broken_dir / "garbage.gguf")}
     models["hub"]["files"]["model"] = {"repo": "example/orpheus-GGUF", "file": "model.gguf"}
+    # OuteTTS with its two files swapped: tokenizing with the tokenizer-less vocoder, or feeding
+    # the vocoder more codes than it takes, would abort the whole process inside llama.cpp
+    models["swapped"] = {
+        "engine": "outetts",
+        "files": {
+            "model": {"path": str(tiny_models / "wavtokenizer-tiny.gguf")},
+            "vocoder": {"path": str(tiny_models / "outetts-0.3-tiny.gguf")},
+        },
+    }
     voices = {name: {"model": name, "speaker": "tara"} for name in models}
     catalog = write_catalog(broken_dir, tiny_models, models, voices)
     server = start_server(
@@ -66,6 +75,7 @@ async def request(server: RunningServer, voice: str) -> list:  # type: ignore[ty
         ("garbage", "garbage.gguf"),
         ("hub", "example/orpheus-GGUF/model.gguf"),
         ("gpu", "device cuda"),
+        ("swapped", "wavtokenizer-tiny.gguf"),
     ],
 )
 async def test_a_failing_model_is_an_error_for_its_voice_only(

@@ -137,10 +137,14 @@ def test_catalog(tiny_dir: Path) -> None:
     gguf_path, snac_path = model.files["model"].path, model.files["codec"].path
     assert gguf_path == tiny_dir / "orpheus-tiny.gguf" and gguf_path.is_file()
     assert snac_path is not None and (snac_path / "pytorch_model.bin").is_file()
-    assert [(v.name, v.speaker) for v in catalog.voices.values()] == [
+    orpheus_voices = [v for v in catalog.voices.values() if v.model == "orpheus-tiny"]
+    assert [(v.name, v.speaker) for v in orpheus_voices] == [
         ("tiny-tara", "tara"),
         ("tiny-leo", "leo"),
     ]
+    assert {m.engine for m in catalog.models.values()} == {"orpheus", "outetts"}
+    for model in catalog.models.values():
+        assert all(ref.path is not None and ref.path.exists() for ref in model.files.values())
     assert not list(tiny_dir.glob("*.partial"))
 
 

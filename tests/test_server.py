@@ -22,8 +22,15 @@ from wyoming.tts import (
 from .conftest import RunningServer, read_event, read_until
 
 SAMPLES_PER_CHUNK = 1024  # the server's default --samples-per-chunk
-SNAC_FRAME_SAMPLES = 2048  # every Orpheus frame is this many samples at 24 kHz
-TINY_MAX_FRAMES = 10  # the tiny catalog's max_tokens 70 / 7 tokens per frame
+FRAME_SAMPLES = {
+    "tiny-tara": 2048,  # Orpheus: one SNAC frame (7 tokens) is 2048 samples at 24 kHz
+    "tiny-oute3-en-male-1": 320,  # OuteTTS 0.3: one WavTokenizer code is 320 samples
+    "tiny-oute2-en-male-1": 320,  # OuteTTS 0.2
+}
+"""One voice of each engine and dialect; the behaviours below must hold for every one."""
+MAX_FRAMES = {"tiny-tara": 10, "tiny-oute3-en-male-1": 120, "tiny-oute2-en-male-1": 120}
+"""Frames one text piece can make: the tiny catalog's max_tokens (70 / 7; 120 codes)."""
+ENGINE_VOICES = pytest.mark.parametrize("voice", list(FRAME_SAMPLES))
 THREE_SENTENCES = "Hello there. The weather is fine today! Shall we go for a walk?"
 
 
@@ -72,8 +79,9 @@ async def test_describe_lists_every_voice_in_one_streaming_program(server: Runni
     assert len(info.tts) == 1
     program = info.tts[0]
     assert program.installed and program.supports_synthesize_streaming
-    assert [v.name for v in program.voices] == ["tiny-tara", "tiny-leo"]
-    assert all(v.installed and v.languages == ["en"] and v.description for v in program.voices)
+    assert [v.name for v in program.voices][:2] == ["tiny-tara", "tiny-leo"]
+    assert set(FRAME_SAMPLES) <= {v.name for v in program.voices}
+    assert all(v.installed and v.languages and v.description for v in program.voices)
 
 
 async def test_ping_select_program_and_unknown_events_keep_the_connection(
@@ -93,8 +101,9 @@ async def test_ping_select_program_and_unknown_events_keep_the_connection(
 # ---- plain synthesize (Home Assistant's non-streaming path)
 
 
-async def test_synthesize_sends_one_audio_cycle(server: RunningServer) -> None:
-    events = await synthesize(server, "Hello there.")
+@ENGINE_VOICES
+async def test_synthesize_sends_one_audio_cycle(server: RunningServer, voice: str) -> None:
+    events = await synthesize(server, "Hello there.", voice=voice)
     assert types(events) == ["audio-start", "audio-chunk", "audio-stop"]
     start = AudioStart.from_event(events[0])
     assert (start.rate, start.width, start.channels) == (24000, 2, 1)
@@ -103,23 +112,29 @@ async def test_synthesize_sends_one_audio_cycle(server: RunningServer) -> None:
     # every chunk but the last is exactly --samples-per-chunk samples
     assert all(len(c.audio) == SAMPLES_PER_CHUNK * 2 for c in chunks[:-1])
     assert 0 < len(chunks[-1].audio) <= SAMPLES_PER_CHUNK * 2
-    # the audio is whole SNAC frames: first and last frames are emitted too
+    # the audio is whole codec frames: first and last frames are emitted too
     n_samples = len(audio_bytes(events)) // 2
-    assert n_samples % SNAC_FRAME_SAMPLES == 0
-    assert 1 <= n_samples // SNAC_FRAME_SAMPLES <= TINY_MAX_FRAMES
+    assert n_samples % FRAME_SAMPLES[voice] == 0
+    assert 1 <= n_samples // FRAME_SAMPLES[voice] <= MAX_FRAMES[voice]
 
 
-async def test_long_text_is_spoken_in_pieces_within_one_cycle(server: RunningServer) -> None:
+@ENGINE_VOICES
+async def test_long_text_is_spoken_in_pieces_within_one_cycle(
+    server: RunningServer, voice: str
+) -> None:
     text = " ".join([THREE_SENTENCES] * 3)
-    events = await synthesize(server, text)
+    events = await synthesize(server, text, voice=voice)
     assert types(events) == ["audio-start", "audio-chunk", "audio-stop"]
     # nine sentences, each its own piece: more audio than one piece can hold
-    assert len(audio_bytes(events)) // 2 > TINY_MAX_FRAMES * SNAC_FRAME_SAMPLES
+    assert len(audio_bytes(events)) // 2 > MAX_FRAMES[voice] * FRAME_SAMPLES[voice]
 
 
-async def test_same_text_voice_and_seed_give_the_same_audio(server: RunningServer) -> None:
-    first = audio_bytes(await synthesize(server, "Hello there."))
-    second = audio_bytes(await synthesize(server, "Hello there."))
+@ENGINE_VOICES
+async def test_same_text_voice_and_seed_give_the_same_audio(
+    server: RunningServer, voice: str
+) -> None:
+    first = audio_bytes(await synthesize(server, "Hello there.", voice=voice))
+    second = audio_bytes(await synthesize(server, "Hello there.", voice=voice))
     other_voice = audio_bytes(await synthesize(server, "Hello there.", voice="tiny-leo"))
     assert first == second
     assert first != other_voice
@@ -134,9 +149,12 @@ async def test_request_without_voice_uses_the_first_voice(server: RunningServer)
 # ---- streaming (Home Assistant 2025.7+ sends this for every request)
 
 
-async def test_streaming_speaks_each_sentence_as_it_completes(server: RunningServer) -> None:
+@ENGINE_VOICES
+async def test_streaming_speaks_each_sentence_as_it_completes(
+    server: RunningServer, voice: str
+) -> None:
     async with server.client() as client:
-        await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="tiny-leo")).event())
+        await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name=voice)).event())
         for piece in ("Hello th", "ere. The weath", "er is fine today! Sha"):
             await client.write_event(SynthesizeChunk(text=piece).event())
         # two sentences are complete: their audio arrives while the text is still open
@@ -144,7 +162,7 @@ async def test_streaming_speaks_each_sentence_as_it_completes(server: RunningSer
         assert types(first_cycle) == ["audio-start", "audio-chunk", "audio-stop"]
         await client.write_event(SynthesizeChunk(text="ll we go for a walk?").event())
         await client.write_event(
-            Synthesize(text=THREE_SENTENCES, voice=SynthesizeVoice(name="tiny-leo")).event()
+            Synthesize(text=THREE_SENTENCES, voice=SynthesizeVoice(name=voice)).event()
         )
         await client.write_event(SynthesizeStop().event())
         rest = await read_until(client, "synthesize-stopped")
@@ -160,13 +178,16 @@ async def test_streaming_speaks_each_sentence_as_it_completes(server: RunningSer
     assert formats == {(24000, 2, 1)}
 
 
-async def test_streamed_sentences_sound_like_plain_requests(server: RunningServer) -> None:
+@ENGINE_VOICES
+async def test_streamed_sentences_sound_like_plain_requests(
+    server: RunningServer, voice: str
+) -> None:
     async with server.client() as client:
-        await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name="tiny-tara")).event())
+        await client.write_event(SynthesizeStart(voice=SynthesizeVoice(name=voice)).event())
         await client.write_event(SynthesizeChunk(text="Hello there. ").event())
         await client.write_event(SynthesizeStop().event())
         streamed = audio_bytes(await read_until(client, "synthesize-stopped"))
-    assert streamed == audio_bytes(await synthesize(server, "Hello there."))
+    assert streamed == audio_bytes(await synthesize(server, "Hello there.", voice=voice))
 
 
 async def test_stream_without_text_ends_with_an_error(server: RunningServer) -> None:
@@ -243,12 +264,15 @@ async def test_server_keeps_serving_after_bad_input(server: RunningServer) -> No
 
 
 async def test_six_concurrent_clients_all_get_their_audio(server: RunningServer) -> None:
-    texts = [f"Client number {i} says hello." for i in range(6)]
-    results = await asyncio.gather(*(synthesize(server, t) for t in texts))
+    voices = [*FRAME_SAMPLES] * 2  # two clients per model: they queue, the models run in parallel
+    texts = [f"Client number {i} says hello." for i in range(len(voices))]
+    results = await asyncio.gather(*(synthesize(server, t, v) for t, v in zip(texts, voices)))
     for events in results:
         assert types(events) == ["audio-start", "audio-chunk", "audio-stop"]
-    # same model, one request at a time: the result does not depend on the crowd
-    assert audio_bytes(results[0]) == audio_bytes(await synthesize(server, texts[0]))
+    # one request at a time per model: the result does not depend on the crowd
+    for i in (0, 1):
+        alone = await synthesize(server, texts[i], voices[i])
+        assert audio_bytes(results[i]) == audio_bytes(alone)
 
 
 async def test_describe_answers_quickly_during_synthesis(server: RunningServer) -> None:
@@ -269,17 +293,18 @@ async def test_describe_answers_quickly_during_synthesis(server: RunningServer) 
     assert max(latencies) < 0.5, latencies  # Home Assistant allows 1 s
 
 
-async def test_client_vanishing_mid_stream_frees_the_model(server: RunningServer) -> None:
+@ENGINE_VOICES
+async def test_client_vanishing_mid_stream_frees_the_model(
+    server: RunningServer, voice: str
+) -> None:
     long_text = " ".join(f"Sentence number {i} is quite long indeed." for i in range(40))
     async with server.client() as client:
-        await client.write_event(
-            Synthesize(text=long_text, voice=SynthesizeVoice("tiny-leo")).event()
-        )
+        await client.write_event(Synthesize(text=long_text, voice=SynthesizeVoice(voice)).event())
         chunk = await read_event(client)  # audio-start: the model is busy with us
         assert chunk is not None
     # gone without a word; the next request is served at once, not after 40 sentences
     started = time.monotonic()
-    events = await synthesize(server, "Next please.", voice="tiny-leo")
+    events = await synthesize(server, "Next please.", voice=voice)
     assert types(events) == ["audio-start", "audio-chunk", "audio-stop"]
     assert time.monotonic() - started < 20
     await asyncio.sleep(0.2)

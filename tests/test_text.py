@@ -7,11 +7,14 @@ import random
 import pytest
 
 from wyoming_multitts.text import (
+    SPOKEN_MARKS,
     SentenceSplitter,
+    SpokenWord,
     is_speakable,
     normalize,
     split_sentences,
     split_to_length,
+    spoken_words,
     text_pieces,
 )
 
@@ -407,3 +410,96 @@ def test_text_pieces_other_language() -> None:
         "Ich habe 5 Äpfel.",
         "Du auch?",
     ]
+
+
+# ---------------------------------------------------------------------------
+# spoken_words
+
+
+def _plain(text: str, language: str = "en") -> list[str]:
+    return [str(word) for word in spoken_words(text, language)]
+
+
+def _marked(text: str, language: str = "en") -> list[str]:
+    return [str(word) for word in spoken_words(text, language, keep_punctuation=True)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hello, World!", ["hello", "world"]),
+        # numbers, money and times through normalize
+        (
+            "It's 3:30 and I have $5.",
+            ["its", "three", "thirty", "and", "i", "have", "five", "dollars"],
+        ),
+        ("99 red balloons", ["ninety", "nine", "red", "balloons"]),
+        # apostrophes join, every other non-letter separates
+        ("don't rock 'n' roll", ["dont", "rock", "n", "roll"]),
+        (
+            "e-mail a/b c_d x.y (z) back\\slash",
+            ["e", "mail", "a", "b", "c", "d", "x", "y", "z", "back", "slash"],
+        ),
+        # Latin letters folded to ASCII, tags dropped
+        ("Naïve café, Straße <laugh> [sighs] ok", ["naive", "cafe", "strasse", "ok"]),
+        ("", []),
+        ("... ?! --", []),
+    ],
+)
+def test_spoken_words_english(text: str, expected: list[str]) -> None:
+    assert _plain(text) == expected
+
+
+def test_spoken_words_plain_have_no_marks() -> None:
+    words = spoken_words("Wait... what?! Yes.")
+    assert words == [SpokenWord("wait"), SpokenWord("what"), SpokenWord("yes")]
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "expected"),
+    [
+        # other scripts are kept, with their combining marks
+        ("지난달 민노총", "ko", ["지난달", "민노총"]),
+        ("हिन्दी भाषा", "hi", ["हिन्दी", "भाषा"]),
+        ("Привет, мир", "ru", ["привет", "мир"]),
+        # no word segmentation: a CJK clause is one word
+        ("就像小微之行。处理", "zh", ["就像小微之行", "处理"]),
+        # plain numbers in English words, also glued to letters, as the reference word lists do
+        ("29일 관계자", "ko", ["twenty", "nine", "일", "관계자"]),
+        ("Ich habe 5 Äpfel", "de", ["ich", "habe", "five", "apfel"]),
+        (
+            "Sur l'aérodrome de la Ferté-Allais",
+            "fr",
+            ["sur", "laerodrome", "de", "la", "ferte", "allais"],
+        ),
+    ],
+)
+def test_spoken_words_other_languages(text: str, language: str, expected: list[str]) -> None:
+    assert _plain(text, language) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "expected"),
+    [
+        ("Hello, world! Yes.", "en", ["hello,", "world!", "yes."]),
+        # every mark goes to the word before it, opening quotes too; leading marks are dropped
+        ('"Hello" she said "now".', "en", ['hello"', "she", 'said"', 'now".']),
+        ("So ... yes?!", "en", ["so...", "yes?!"]),
+        # marks read as the five spoken marks, one entry per mark
+        ("¿Qué tal? Bien… gracias", "es", ["que", "tal?", "bien...", "gracias"]),
+        ("“Quoted” text„", "en", ['quoted"', 'text"']),
+        ("就像小微之行。处理，好！", "zh", ["就像小微之行.", "处理,", "好!"]),
+        # other punctuation only separates
+        ("a; b: (c) - d «e»", "fr", ["a", "b", "c", "d", "e"]),
+        ("x.y", "en", ["x.", "y"]),
+    ],
+)
+def test_spoken_words_keep_punctuation(text: str, language: str, expected: list[str]) -> None:
+    assert _marked(text, language) == expected
+
+
+def test_spoken_words_marks_are_spoken_marks() -> None:
+    text = "¡Hola! „Zitat“ — ¿qué? 。！？，、… ؟ ‼ ⁇ “x” ok."
+    words = spoken_words(text, "es", keep_punctuation=True)
+    assert all(mark in SPOKEN_MARKS for word in words for mark in word.marks)
+    assert [word.word for word in words] == _plain(text, "es")

@@ -41,44 +41,61 @@ class SamplingConfig:
 
 
 class Sampler:
-    """Samples token ids from candidate logits with one `SamplingConfig` and its own generator."""
+    """Samples token ids from logits with one `SamplingConfig` and its own generator."""
 
     def __init__(self, config: SamplingConfig, n_vocab: int) -> None:
         self.config = config
         self._rng = np.random.default_rng(config.seed)
         self._seen_count = np.zeros(n_vocab, np.int32)  # (n_vocab,) occurrences in the window
+        self._seen: set[int] = set()  # the ids whose count is > 0 (few: the window's tokens)
         self._history: list[int] = []
 
     def remember(self, tokens: "list[int] | np.ndarray") -> None:
         """Count tokens as seen (prompt and generated) for the repetition penalty."""
+        window = self.config.penalty_window
         for token in np.asarray(tokens, np.int64).ravel():
+            self._count(int(token), +1)
             self._history.append(int(token))
-            self._seen_count[token] += 1
-            window = self.config.penalty_window
             if window and len(self._history) > window:
-                self._seen_count[self._history[-window - 1]] -= 1
+                self._count(self._history[-window - 1], -1)
 
-    def sample(self, logits: np.ndarray, candidate_ids: np.ndarray) -> int:
-        """Pick one of `candidate_ids` (int64, shape (n,)) given their `logits` (shape (n,))."""
-        cfg = self.config
-        scores = np.array(logits, np.float64)  # (n,) private copy, float64 for a stable softmax
-        if cfg.repetition_penalty != 1.0:
-            seen = self._seen_count[candidate_ids] > 0  # (n,) bool
-            penalised = np.where(
-                scores > 0, scores / cfg.repetition_penalty, scores * cfg.repetition_penalty
-            )
-            scores = np.where(seen, penalised, scores)
-        if cfg.temperature == 0:
-            return int(candidate_ids[int(np.argmax(scores))])
-
-        if cfg.top_k and cfg.top_k < scores.size:
-            # the k best in O(n), then sorted: a 157k vocabulary costs ~1 ms instead of ~10
-            best = np.argpartition(-scores, cfg.top_k - 1)[: cfg.top_k]  # (k,) unordered
-            order = best[np.argsort(-scores[best], kind="stable")]  # (k,) best first
+    def _count(self, token: int, change: int) -> None:
+        self._seen_count[token] += change
+        if self._seen_count[token] > 0:
+            self._seen.add(token)
         else:
-            order = np.argsort(-scores, kind="stable")  # (n,) best first
-        probs = np.exp((scores[order] - scores[order[0]]) / cfg.temperature)  # (k,)
+            self._seen.discard(token)
+
+    def sample(self, logits: np.ndarray, candidate_ids: np.ndarray | None = None) -> int:
+        """Pick a token given `logits` of `candidate_ids` (int64 (n,); None: the whole
+        vocabulary, logits indexed by token id)."""
+        cfg = self.config
+        scores = np.array(logits, np.float32)  # (n,) private copy
+        if cfg.repetition_penalty != 1.0 and self._seen:
+            if candidate_ids is None:  # only the few seen tokens change: no pass over 157k
+                positions = np.fromiter(self._seen, np.int64, len(self._seen))
+            else:
+                positions = np.flatnonzero(self._seen_count[candidate_ids] > 0)
+            values = scores[positions]
+            scores[positions] = np.where(
+                values > 0, values / cfg.repetition_penalty, values * cfg.repetition_penalty
+            )
+        if cfg.temperature == 0:
+            return self._token(int(np.argmax(scores)), candidate_ids)
+
         if cfg.min_p:
+            # min-p keeps tokens with p >= min_p * p_best, i.e. score >= best + T * ln(min_p):
+            # one vectorised comparison finds them, so a 157k vocabulary is never sorted
+            floor = scores.max() + cfg.temperature * np.log(cfg.min_p)
+            pool = np.flatnonzero(scores >= floor)  # (m,) usually a handful
+        else:
+            pool = np.arange(scores.size)
+        if cfg.top_k and cfg.top_k < pool.size:
+            pool = pool[np.argpartition(-scores[pool], cfg.top_k - 1)[: cfg.top_k]]  # (k,) O(m)
+        order = pool[np.argsort(-scores[pool], kind="stable")]  # (k,) best first
+        top = scores[order].astype(np.float64)  # (k,) float64 for a stable softmax
+        probs = np.exp((top - top[0]) / cfg.temperature)  # (k,) relative to the best
+        if cfg.min_p:  # exact at the boundary, where float32 scores and float64 probs differ
             keep = int(np.count_nonzero(probs >= cfg.min_p))  # probs[0] == 1: the best
             order, probs = order[:keep], probs[:keep]
         probs /= probs.sum()
@@ -87,4 +104,8 @@ class Sampler:
             keep = int(np.searchsorted(np.cumsum(probs), cfg.top_p) + 1)
             order, probs = order[:keep], probs[:keep] / probs[:keep].sum()
         choice = self._rng.choice(order.size, p=probs)
-        return int(candidate_ids[order[choice]])
+        return self._token(int(order[choice]), candidate_ids)
+
+    @staticmethod
+    def _token(position: int, candidate_ids: np.ndarray | None) -> int:
+        return position if candidate_ids is None else int(candidate_ids[position])

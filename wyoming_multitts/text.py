@@ -5,12 +5,17 @@ joined, emphasis markers removed and, for English, numbers, money, times and sym
 Emotive tags (`<laugh>`, `[laughs]`) pass through untouched. `SentenceSplitter` finds sentence
 ends in streamed text (the same detector wyoming-piper uses), and `split_to_length` cuts a
 sentence that is too long for an engine's context at the most natural place. `text_pieces` runs
-the whole chain for one complete request. Nothing here knows about a particular engine.
+the whole chain for one complete request. `spoken_words` turns a piece into the bare word list
+that word-aligned models read (lowercase letters, punctuation marks kept apart). Nothing here
+knows about a particular engine.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
+from dataclasses import dataclass
 
 from sentence_stream import SentenceBoundaryDetector
 
@@ -77,6 +82,40 @@ _MIN_CLAUSE_PART = 0.5
 # When the last part would be shorter than this fraction of max_chars, an earlier cut that
 # leaves it longer is chosen, so a long sentence does not end with a clipped word or two.
 _MIN_LAST_PART = 0.25
+
+# Punctuation marks `spoken_words` keeps, as the ASCII marks they are read as. Word-aligned
+# models were trained on text transliterated with anyascii, which turns "。" into ".", "¿" into
+# "?" and "…" into "...": only these five marks ever reached them (outetts 0.3.3
+# `version/v2/text_processor.py`: anyascii, then one mark token per character).
+SPOKEN_MARKS = (".", "!", "?", ",", '"')
+
+# Every character kept as punctuation → the spoken marks it stands for (anyascii's reading).
+# fmt: off
+_MARK_FOLDS = {
+    ".": ".", "!": "!", "?": "?", ",": ",", '"': '"',
+    "。": ".", "｡": ".", "．": ".", "﹒": ".", "۔": ".", "…": "...",
+    "！": "!", "¡": "!", "‼": "!!", "？": "?", "¿": "?", "؟": "?", "⁇": "??", "⁈": "?!", "⁉": "!?",
+    "，": ",", "、": ",", "､": ",", "﹐": ",", "،": ",",
+    "„": '"', "“": '"', "”": '"', "‟": '"', "〝": '"', "〞": '"', "＂": '"',
+}
+# fmt: on
+
+# Apostrophes are dropped inside words, joining them ("it's" → "its", "l'aérodrome" →
+# "laerodrome"), as the reference word lists of those models spell them.
+_APOSTROPHES = frozenset("'’‘`ʼ´‚")
+
+# Latin letters that Unicode decomposition does not reduce to ASCII, spelled as anyascii does.
+_LETTER_FOLDS = {
+    "ß": "ss",
+    "æ": "ae",
+    "œ": "oe",
+    "ø": "o",
+    "ł": "l",
+    "đ": "d",
+    "ð": "d",
+    "þ": "th",
+    "ı": "i",
+}
 
 # ---------------------------------------------------------------------------
 # Patterns (each compiled once; the comment says what it matches)
@@ -412,3 +451,96 @@ def text_pieces(text: str, max_chars: int, language: str = "en") -> list[str]:
         for piece in split_to_length(sentence, max_chars)
         if is_speakable(piece)
     ]
+
+
+# ---------------------------------------------------------------------------
+# Spoken words (for models that read a list of words rather than text)
+
+
+@dataclass(frozen=True)
+class SpokenWord:
+    """One word as a word-aligned model reads it, with the punctuation marks that follow it."""
+
+    word: str
+    """Lowercase letters only: a-z for English; any script otherwise, Latin letters folded to
+    ASCII ("é" → "e", "ß" → "ss"); never empty."""
+    marks: tuple[str, ...] = ()
+    """Punctuation after the word, one entry per mark, each one of `SPOKEN_MARKS`, in order:
+    "yes?!" → ("?", "!"). Marks standing alone or opening the next word belong here too
+    ('so ... "yes"' → so: (".", ".", ".", '"'), yes: ('"',)), as the reference word lists attach
+    every mark to the word before it."""
+
+    def __str__(self) -> str:
+        return self.word + "".join(self.marks)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_letter(char: str) -> str:
+    """A lowercase character as ASCII if it is a Latin letter with diacritics, else as it is."""
+    if char.isascii():
+        return char
+    if char in _LETTER_FOLDS:
+        return _LETTER_FOLDS[char]
+    decomposed = unicodedata.normalize("NFKD", char)
+    base = "".join(part for part in decomposed if not unicodedata.combining(part))
+    # "é" → "e", "ﬁ" → "fi"; Hangul or kana decompose into non-ASCII parts and stay whole
+    return base.lower() if base.isascii() and base.isalpha() else char
+
+
+def _is_word_char(char: str, english: bool) -> bool:
+    """Whether a (folded, lowercase) character belongs to a word."""
+    if english:
+        return "a" <= char <= "z"
+    # letters of any script, and the combining marks of scripts that write vowels with them
+    return char.isalpha() or unicodedata.category(char).startswith("M")
+
+
+def _split_words(text: str, english: bool, keep_punctuation: bool) -> list[SpokenWord]:
+    """Lowercase text as words, each with the marks up to the next word (if kept).
+
+    Marks before the first word are dropped, and every other mark goes to the word before it,
+    an opening quote or "¿" included: that is how outetts 0.3.3 joins punctuation
+    (`join_punctuation`, after MeCab splits marks from words).
+    """
+    words: list[tuple[str, list[str]]] = []  # (word, marks after it)
+    letters: list[str] = []
+    for char in text + " ":  # the space ends the last word
+        if char in _APOSTROPHES:
+            continue
+        folded = _fold_letter(char)
+        if all(_is_word_char(part, english) for part in folded):
+            letters.append(folded)
+            continue
+        # a mark, whitespace, a hyphen, a bracket or a symbol: each ends a word
+        if letters:
+            words.append(("".join(letters), []))
+            letters.clear()
+        if keep_punctuation and words:
+            words[-1][1].extend(_MARK_FOLDS.get(char, ""))  # "…" → ".", ".", "."
+    return [SpokenWord(word, tuple(marks)) for word, marks in words]
+
+
+def spoken_words(
+    text: str, language: str = "en", keep_punctuation: bool = False
+) -> list[SpokenWord]:
+    """The words a word-aligned TTS model reads for `text`, in order, each as a `SpokenWord`.
+
+    The text is normalised first (`normalize`: in English numbers, money, times and symbols are
+    spelled out); in other languages plain numbers are spelled out in English, as the reference
+    word lists of those models do ("29일" → "twenty", "nine", "일"). Tags (`<laugh>`,
+    `[sighs]`) are dropped. Then, lowercased: Latin letters with diacritics are folded to ASCII;
+    apostrophes vanish ("it's" → "its"); every other character that is not a letter (a-z only
+    in English) separates words, so "e-mail", "a/b" and "x.y" are two words each. Letters of
+    other scripts are kept in other languages (no romanisation: a Chinese clause without spaces
+    is one word).
+
+    With `keep_punctuation`, the marks of `SPOKEN_MARKS` (and the characters read as them: "。",
+    "¿", "…", curly quotes, ...) are kept in the `marks` of the word before them; otherwise they
+    only separate words, and `marks` is empty.
+    """
+    english = language.lower().startswith("en")
+    segments = _TAG_RE.split(normalize(text, language))
+    text = " ".join(segments[0::2])  # odd indices are tags
+    if not english:
+        text = _NUMBER_RE.sub(_replace_number, _LETTER_DIGIT_RE.sub(" ", text))
+    return _split_words(text.lower(), english, keep_punctuation)

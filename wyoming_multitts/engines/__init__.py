@@ -14,11 +14,13 @@ from .base import EngineError, EngineModule
 
 ENGINE_MODULES = {
     "orpheus": "wyoming_multitts.engines.orpheus",
+    "outetts": "wyoming_multitts.engines.outetts",
 }
 """Catalog `engine:` value → module implementing it."""
 
 ENGINE_REQUIREMENTS = {
     "orpheus": ("llama_cpp", "torch", "snac"),
+    "outetts": ("llama_cpp",),
 }
 """Python packages each engine imports (checked before importing, so the error can say which)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,3 +70,28 @@ class EngineModule(Protocol):
 
 class EngineError(VoiceError):
     """An engine failed in a way the user can act on; the message names the voice or file."""
+
+
+def log_piece_stats(
+    logger: logging.Logger,
+    voice: str,
+    prompt_tokens: int,
+    tokens: int,
+    frames: int,
+    prefill_seconds: float,
+    decode_seconds: float,
+    codec_seconds: float,
+) -> None:
+    """One INFO line per spoken text piece, the same for every engine: script/benchmark reads
+    these figures from the server log (decode time excludes the codec's)."""
+    logger.info(
+        "stats voice=%s prompt_tokens=%d tokens=%d frames=%d prefill_s=%.3f decode_s=%.3f "
+        "codec_s=%.3f",
+        voice,
+        prompt_tokens,
+        tokens,
+        frames,
+        prefill_seconds,
+        decode_seconds,
+        codec_seconds,
+    )

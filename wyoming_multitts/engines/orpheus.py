@@ -24,7 +24,7 @@ from ..devices import Device, set_torch_threads, torch_device_for
 from ..llm import LlamaModel, gguf_kv_cache_bytes
 from ..options import apply_options, check_option_names
 from ..sampling import Sampler, SamplingConfig
-from .base import EngineError, VoiceSettings
+from .base import EngineError, VoiceSettings, log_piece_stats
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -237,10 +237,8 @@ class Orpheus:
         yield from stream.finish(len(frames))
         snac_seconds += time.monotonic() - tick
         decode_seconds = time.monotonic() - prefill_done - snac_seconds
-        # One line per text piece; script/benchmark reads these figures from the server log.
-        _LOGGER.info(
-            "stats voice=%s prompt_tokens=%d tokens=%d frames=%d prefill_s=%.3f decode_s=%.3f "
-            "codec_s=%.3f",
+        log_piece_stats(
+            _LOGGER,
             voice.name,
             len(prompt),
             generated,

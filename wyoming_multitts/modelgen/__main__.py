@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from ..catalog import load_catalog
-from . import orpheus
+from . import orpheus, outetts
 from .files import CatalogEntries, atomic_path
 
 _LOGGER = logging.getLogger(__name__)
@@ -42,7 +42,10 @@ class EngineModels:
     """Writes the full-size model(s) into a folder, using that many threads."""
 
 
-ENGINES = (EngineModels("orpheus", orpheus.write_tiny, orpheus.write_full_size),)
+ENGINES = (
+    EngineModels("orpheus", orpheus.write_tiny, orpheus.write_full_size),
+    EngineModels("outetts", outetts.write_tiny, outetts.write_full_size),
+)
 """Every engine with random models; a new engine adds its line here."""
 
 

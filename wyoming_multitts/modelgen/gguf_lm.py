@@ -39,6 +39,12 @@ POOL_VALUES = 1 << 22
 CHUNK_VALUES = 1 << 20
 """Values written per slice of the pool (a random offset each), i.e. the write size."""
 
+EMBEDDING_LIFT = 1.0
+"""`favoured_tokens`: first dimension of every token embedding (others are ~0.02)."""
+
+FAVOURED_LIFT = 1.5
+"""`favoured_tokens`: first dimension of a favoured token's embedding."""
+
 WEIGHT_TYPES = {
     gguf.GGMLQuantizationType.F16: (np.float16, gguf.LlamaFileType.MOSTLY_F16),
     gguf.GGMLQuantizationType.F32: (np.float32, gguf.LlamaFileType.ALL_F32),
@@ -261,13 +267,22 @@ def write_lm_gguf(
     seed: int,
     weight_type: gguf.GGMLQuantizationType = gguf.GGMLQuantizationType.F16,
     name: str | None = None,
+    favoured_tokens: range | None = None,
 ) -> int:
     """Write a random-weight GGUF language model to `path`; return its size in bytes.
 
     The same `seed` gives the same file. Matrices are `weight_type` (F16 or F32), norms and
     biases F32. Overwrites `path`; callers that must never leave a half-written file behind
     write to `files.atomic_path(...)`.
+
+    `favoured_tokens` (tied embeddings only): make the model sample these tokens most of the
+    time, e.g. OuteTTS's audio codes, which random weights would almost never pick among 157k
+    tokens. Every embedding gets `EMBEDDING_LIFT` in its first dimension, which then dominates
+    the normalised hidden state, and favoured tokens get more (`FAVOURED_LIFT`), so their logits
+    stand out by (FAVOURED_LIFT - EMBEDDING_LIFT) x that dimension. Speed is unaffected.
     """
+    if favoured_tokens is not None and not shape.tied_embeddings:
+        raise ValueError("favoured_tokens works through tied embeddings only")
     if weight_type not in WEIGHT_TYPES:
         raise ValueError(f"weight_type must be F16 or F32, not {weight_type.name}")
     if len(vocab.tokens) != shape.n_vocab:
@@ -299,8 +314,12 @@ def write_lm_gguf(
         out.seek(0, 2)
         for tensor in plan:
             _pad(out, alignment)
+            offset = 0
             for chunk in _tensor_chunks(tensor, pool, rng):
+                if favoured_tokens is not None and tensor.name == "token_embd.weight":
+                    chunk = _lift_first_column(chunk, offset, shape.n_embd, favoured_tokens)
                 chunk.tofile(out)
+                offset += chunk.size
             _LOGGER.debug("%s: wrote %s %s", path.name, tensor.name, tensor.shape)
         _pad(out, alignment)
         size = out.tell()
@@ -364,6 +383,18 @@ def _tensor_chunks(
         else:
             yield np.full(n, 1.0 if tensor.fill == "ones" else 0.0, dtype=np.float32)
         remaining -= n
+
+
+def _lift_first_column(chunk: np.ndarray, offset: int, n_embd: int, favoured: range) -> np.ndarray:
+    """`chunk` (flat values from `offset` of a (n_vocab, n_embd) matrix) with column 0 lifted."""
+    index = np.arange(offset, offset + chunk.size)  # (n,) flat positions
+    first_column = index % n_embd == 0
+    rows = index[first_column] // n_embd
+    lifted = chunk.copy()
+    lifted[first_column] = np.where(
+        (rows >= favoured.start) & (rows < favoured.stop), FAVOURED_LIFT, EMBEDDING_LIFT
+    )
+    return lifted
 
 
 def _pad(out: BinaryIO, alignment: int) -> None:

@@ -1,0 +1,290 @@
+"""Random-weight OuteTTS 0.2 / 0.3 models: Qwen2 GGUFs with OuteTTS vocabularies, plus vocoders.
+
+The vocabulary has the real size (157 696) and every OuteTTS token by name as a CONTROL token:
+Qwen2.5's specials at their real ids, then the TTS tokens. For 0.2 the ids are the real ones
+(`<|im_start|>` 151644, `<|code_end|>` 151670, `<|0|>` 151672, `<|t_0.00|>` 155772; docs
+engines-outetts-orpheus.md §1.3). The 0.3 order is not published: ours is plausible and on
+purpose different (durations before codes), so nothing can depend on 0.2's ids. Plain text maps
+to byte tokens, `"\\n"` included, instead of the real BPE ids; the engine reads every id it needs
+from the vocabulary. The vocoder is the WavTokenizer GGUF of `modelgen.wavtokenizer`.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import gguf
+
+from ..engines.outetts_prompt import PUNCTUATION_TOKENS, SPEAKERS_DIR
+from .files import CatalogEntries, atomic_path
+from .gguf_lm import LmShape, Vocab, byte_level_vocab, quantize_gguf, write_lm_gguf
+from .wavtokenizer import write_full_wavtokenizer, write_tiny_wavtokenizer
+
+_LOGGER = logging.getLogger(__name__)
+
+# ----------------------------------------------------------------------------------------------
+# Vocabulary (Qwen2.5 + OuteTTS tokens)
+
+OUTETTS_N_VOCAB = 157_696
+"""OuteTTS-0.2-500M `config.json` `vocab_size` (0.3-500M has the same Qwen2.5-0.5B base);
+docs perf-anchors §3. Ids past the last OuteTTS token are filler."""
+
+# fmt: off
+QWEN2_SPECIAL_TOKENS = (
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+    "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
+    "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+    "<|repo_name|>", "<|file_sep|>",
+)
+# fmt: on
+"""Qwen2.5's added tokens, ids 151643..151664 in this order (Qwen2.5 tokenizer_config.json)."""
+
+QWEN2_FIRST_SPECIAL_ID = 151_643
+"""`<|endoftext|>`: Qwen2.5's first special token; ids below are its BPE tokens."""
+
+OUTETTS_FIRST_ID = QWEN2_FIRST_SPECIAL_ID + len(QWEN2_SPECIAL_TOKENS)
+"""151665: OuteTTS's first added token (`<|text_start|>`)."""
+
+N_CODE_TOKENS = 4100
+"""`<|0|>`..`<|4099|>` (outetts maps range(4100); codes past 4095 are never valid)."""
+
+N_DURATION_TOKENS = 1001
+"""`<|t_0.00|>`..`<|t_10.00|>` in 0.01 s steps. The real count is unverified (docs §1.3); it
+only has to cover the durations of speaker profiles (under 2 s in the built-in ones)."""
+
+BOS_ID = QWEN2_FIRST_SPECIAL_ID
+"""`<|endoftext|>`, as llama.cpp's converter writes Qwen2's BOS (never added: add_bos false)."""
+EOS_ID = QWEN2_FIRST_SPECIAL_ID + 2
+"""`<|im_end|>` (151645), where OuteTTS replies end."""
+
+PRE_TOKENIZER = "qwen2"
+"""llama.cpp's name for Qwen2's pre-tokenizer regex."""
+
+
+def _code_tokens() -> list[str]:
+    return [f"<|{code}|>" for code in range(N_CODE_TOKENS)]
+
+
+def _duration_tokens() -> list[str]:
+    return [f"<|t_{n // 100}.{n % 100:02d}|>" for n in range(N_DURATION_TOKENS)]
+
+
+def outetts_tokens(version: str) -> list[str]:
+    """OuteTTS's added tokens in id order from `OUTETTS_FIRST_ID`, for "0.2" or "0.3"."""
+    if version == "0.2":
+        return [
+            "<|text_start|>",
+            "<|text_end|>",
+            "<|audio_start|>",
+            "<|audio_end|>",
+            "<|code_start|>",
+            "<|code_end|>",
+            "<|text_sep|>",
+            *_code_tokens(),  # <|0|> = 151672
+            *_duration_tokens(),  # <|t_0.00|> = 155772
+        ]
+    if version == "0.3":
+        punctuation = list(dict.fromkeys(PUNCTUATION_TOKENS.values()))  # "…" and "..." share one
+        return [
+            "<|text_start|>",
+            "<|text_end|>",
+            "<|voice_characteristic_start|>",
+            "<|voice_characteristic_end|>",
+            "<|emotion_start|>",
+            "<|emotion_end|>",
+            "<|audio_start|>",
+            "<|audio_end|>",
+            "<|text_sep|>",
+            "<|space|>",
+            "<|syllable_sep|>",
+            *punctuation,
+            *_duration_tokens(),
+            *_code_tokens(),
+        ]
+    raise ValueError(f"unknown OuteTTS version {version!r}; use 0.2 or 0.3")
+
+
+def audio_code_ids(version: str) -> range:
+    """Token ids of `<|0|>`…`<|4095|>` in the `version` vocabulary (what random models favour)."""
+    code0 = outetts_vocab(version).tokens.index("<|0|>")
+    return range(code0, code0 + 4096)
+
+
+def outetts_vocab(version: str) -> Vocab:
+    """The OuteTTS `version` vocabulary: byte-level BPE, every special token CONTROL, eos im_end."""
+    names = [*QWEN2_SPECIAL_TOKENS, *outetts_tokens(version)]
+    special = {QWEN2_FIRST_SPECIAL_ID + offset: name for offset, name in enumerate(names)}
+    return byte_level_vocab(
+        OUTETTS_N_VOCAB, special, pre=PRE_TOKENIZER, bos_id=BOS_ID, eos_id=EOS_ID, pad_id=BOS_ID
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes
+
+OUTETTS_500M_SHAPE = LmShape(
+    arch="qwen2",
+    n_vocab=OUTETTS_N_VOCAB,
+    n_embd=896,
+    n_layer=24,
+    n_head=14,
+    n_head_kv=2,
+    head_dim=64,
+    n_ff=4864,
+    rope_base=1_000_000.0,
+    rms_eps=1e-6,
+    tied_embeddings=True,
+    qkv_bias=True,
+    n_ctx_train=32_768,
+)
+"""OuteTTS-0.2/0.3-500M (Qwen2.5-0.5B body, tied head): 0.499 B params; docs perf-anchors §3."""
+
+OUTETTS_TINY_SHAPE = LmShape(
+    arch="qwen2",
+    n_vocab=OUTETTS_N_VOCAB,
+    n_embd=64,
+    n_layer=2,
+    n_head=4,
+    n_head_kv=2,
+    head_dim=16,
+    n_ff=128,
+    rope_base=1_000_000.0,
+    rms_eps=1e-6,
+    tied_embeddings=True,
+    qkv_bias=True,
+    n_ctx_train=32_768,
+)
+"""The same graph at toy size: 10 M params (almost all the tied 157 696-row embedding), 20 MB."""
+
+# ----------------------------------------------------------------------------------------------
+# Files and catalog entries
+
+TINY_SEED = 2
+TINY_MODELS = {"0.2": "outetts-0.2-tiny", "0.3": "outetts-0.3-tiny"}
+"""Version → tiny model name; the GGUF is NAME.gguf."""
+TINY_MAX_TOKENS = 120
+"""About 1.4 s of audio: keeps a tiny-model request short."""
+TINY_VOICES = {
+    "tiny-oute2-en-male-1": ("0.2", "en_male_1", "en"),
+    "tiny-oute3-en-male-1": ("0.3", "en_male_1", "en"),
+    "tiny-oute3-fr-female-1": ("0.3", "fr_female_1", "fr"),
+}
+"""Voice → (version, built-in speaker, language)."""
+TINY_CUSTOM_VOICE = "tiny-oute3-custom-speaker"
+TINY_CUSTOM_SPEAKER = "outetts-custom-speaker.json"
+"""A speaker profile given as a file (a copy of the 0.3 `en_female_1`), relative to the
+catalog's folder like every `path:` of the catalog."""
+
+FULL_SEED = 4
+FULL_MODEL = "outetts-0.3-500m-random"
+FULL_F16_GGUF = "OuteTTS-0.3-500M-random-F16.gguf"
+FULL_GGUF = "OuteTTS-0.3-500M-random-Q4_K_M.gguf"
+FULL_QUANT = "q4_k_m"
+"""As the GGUF repo's `OuteTTS-0.3-500M-Q4_K_M.gguf` (real ≈ 403 MB; ours ≈ 402 MB)."""
+FULL_MAX_TOKENS = 2048
+"""About 23 s of audio at ~88 tokens per second; outetts caps prompt + reply at 4096."""
+FULL_VOICES = {
+    "random-oute3-en-male-1": ("0.3", "en_male_1", "en"),
+    "random-oute3-en-female-1": ("0.3", "en_female_1", "en"),
+}
+
+
+def write_tiny(directory: Path) -> CatalogEntries:
+    """Write both tiny OuteTTS GGUFs, the tiny vocoder and a speaker file; return catalog entries.
+
+    Deterministic (fixed seeds): about 45 MB in a few seconds.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    for version, model in TINY_MODELS.items():
+        with atomic_path(directory / f"{model}.gguf") as partial:
+            write_lm_gguf(
+                partial,
+                OUTETTS_TINY_SHAPE,
+                outetts_vocab(version),
+                TINY_SEED,
+                name=model,
+                favoured_tokens=audio_code_ids(version),  # random weights: speak codes
+            )
+    vocoder = write_tiny_wavtokenizer(directory)
+    with atomic_path(directory / TINY_CUSTOM_SPEAKER) as partial:
+        shutil.copyfile(SPEAKERS_DIR / "v0.3" / "en_female_1.json", partial)
+
+    models = {
+        model: _model_entry(
+            f"Tiny random OuteTTS {version} (tests)", f"{model}.gguf", vocoder.name, TINY_MAX_TOKENS
+        )
+        for version, model in TINY_MODELS.items()
+    }
+    voices = {
+        voice: _voice_entry(TINY_MODELS[version], speaker, language, f"{speaker} (tiny OuteTTS)")
+        for voice, (version, speaker, language) in TINY_VOICES.items()
+    }
+    voices[TINY_CUSTOM_VOICE] = _voice_entry(
+        TINY_MODELS["0.3"], TINY_CUSTOM_SPEAKER, "en", "Speaker from a JSON file (tiny OuteTTS)"
+    )
+    return models, voices
+
+
+def write_full_size(directory: Path, threads: int) -> CatalogEntries:
+    """Build an OuteTTS-0.3-500M-shaped Q4_K_M GGUF and the full vocoder; return catalog entries.
+
+    Skips whatever already exists. Needs llama-cpp-python and, for a while, 1.4 GB of disk: the
+    F16 model (1.0 GB, seconds) is quantized (≈ 400 MB; ~10 s on 2 cores) and then deleted.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    gguf_path, f16_path = directory / FULL_GGUF, directory / FULL_F16_GGUF
+    if gguf_path.exists():
+        _LOGGER.info("Keeping %s (delete it to rebuild)", gguf_path)
+    else:
+        if f16_path.exists():
+            _LOGGER.info("Reusing %s from an earlier, interrupted build", f16_path)
+        else:
+            _LOGGER.info("Writing the F16 model %s (1.0 GB)", f16_path)
+            with atomic_path(f16_path) as partial:
+                write_lm_gguf(
+                    partial,
+                    OUTETTS_500M_SHAPE,
+                    outetts_vocab("0.3"),
+                    FULL_SEED,
+                    weight_type=gguf.GGMLQuantizationType.F16,
+                    name=FULL_MODEL,
+                    favoured_tokens=audio_code_ids("0.3"),  # codes, so the vocoder runs too
+                )
+        _LOGGER.info("Quantizing to %s", FULL_QUANT)
+        with atomic_path(gguf_path) as partial:
+            quantize_gguf(f16_path, partial, FULL_QUANT, threads)
+        f16_path.unlink()
+    vocoder = write_full_wavtokenizer(directory)
+
+    models = {
+        FULL_MODEL: _model_entry(
+            "Random-weight OuteTTS-0.3-500M, Q4_K_M (benchmarks: real speed, noise for audio)",
+            FULL_GGUF,
+            vocoder.name,
+            FULL_MAX_TOKENS,
+        )
+    }
+    voices = {
+        voice: _voice_entry(FULL_MODEL, speaker, language, f"{speaker} (random OuteTTS-0.3-500M)")
+        for voice, (_version, speaker, language) in FULL_VOICES.items()
+    }
+    return models, voices
+
+
+def _model_entry(description: str, gguf_file: str, vocoder_file: str, max_tokens: int) -> dict:
+    """The catalog entry of one OuteTTS model."""
+    return {
+        "engine": "outetts",
+        "description": description,
+        "files": {"model": {"path": gguf_file}, "vocoder": {"path": vocoder_file}},
+        "device": "cpu",
+        "options": {"max_tokens": max_tokens},
+    }
+
+
+def _voice_entry(model: str, speaker: str, language: str, description: str) -> dict:
+    """The catalog entry of one OuteTTS voice."""
+    return {"model": model, "speaker": speaker, "languages": [language], "description": description}
