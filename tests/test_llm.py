@@ -1,17 +1,20 @@
-"""`llm.LlamaModel` on real GGUFs: a cached prompt prefix survives `keep_prefix`, and the inputs
-that make llama.cpp abort the whole process raise `LlamaError` instead (if they did not, this
-test process would die, not fail)."""
+"""`llm.LlamaModel` on real GGUFs: a cached prompt prefix survives `keep_prefix`, embedding-row
+input gives the logits of token input plus the final hidden state, and the inputs that make
+llama.cpp abort the whole process raise `LlamaError` instead (if they did not, this test process
+would die, not fail)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Iterator
 
+import gguf
 import numpy as np
 import pytest
 
 from wyoming_multitts.devices import CPU
 from wyoming_multitts.llm import LlamaError, LlamaModel
+from wyoming_multitts.modelgen.gguf_lm import LmShape, byte_level_vocab, write_lm_gguf
 from wyoming_multitts.modelgen.orpheus import BOS_ID, EOS_ID
 from wyoming_multitts.modelgen.wavtokenizer import TINY_WAVTOKENIZER, write_tiny_wavtokenizer
 
@@ -24,6 +27,30 @@ identical); B on a stale cache differs by 0.07."""
 PREFIX = [BOS_ID, *range(300, 320)]  # a "speaker profile": 21 tokens evaluated once
 SUFFIX_A = [400, 401, 402, 403, 404]
 SUFFIX_B = [500, 501, 502]
+
+TINY_QWEN3 = LmShape(
+    arch="qwen3",
+    n_vocab=512,
+    n_embd=64,
+    n_layer=2,
+    n_head=4,
+    n_head_kv=2,
+    head_dim=16,
+    n_ff=128,
+    rope_base=1_000_000.0,
+    rms_eps=1e-6,
+    qk_norm=True,
+    tied_embeddings=False,  # as the Qwen3-TTS talker: codec_embedding in, codec_head out
+)
+"""A Qwen3-TTS-talker-like stock `qwen3` model, F32 so embedding rows equal token_embd rows."""
+QWEN3_BATCH = 8
+"""Small n_batch so 20 rows run as 3 llama_decode calls."""
+EMBEDDING_TOLERANCE = 1e-5
+"""Absolute, on logits of std 0.16 and hidden values of std 1: embedding rows vs token ids
+measured 6e-8 (logits); a single batch vs one row at a time 6e-8 (logits), 2.4e-7 (hidden);
+hidden @ output.weight.T vs logits 4.5e-8."""
+ROWS = list(range(300, 320))
+"""Token ids whose embedding rows are fed (20 rows: prefix 12, then 8 one at a time)."""
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +153,156 @@ def test_decode_and_encode_need_the_right_kind(orpheus: LlamaModel, vocoder: Lla
         vocoder.decode([1])
     with pytest.raises(LlamaError, match="not loaded as an encoder"):
         orpheus.encode([1])
+
+
+# ---- embedding-row input with hidden states (the Qwen3-TTS talker route)
+
+
+@pytest.fixture(scope="module")
+def qwen3_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("qwen3") / "qwen3-tiny.gguf"
+    vocab = byte_level_vocab(
+        512, {510: "<|bos|>", 511: "<|eos|>"}, pre="qwen2", bos_id=510, eos_id=511
+    )
+    write_lm_gguf(path, TINY_QWEN3, vocab, seed=7, weight_type=gguf.GGMLQuantizationType.F32)
+    return path
+
+
+@pytest.fixture(scope="module")
+def qwen3_tables(qwen3_file: Path) -> dict[str, np.ndarray]:
+    """token_embd.weight and output.weight, (n_vocab, n_embd) float32 each."""
+    reader = gguf.GGUFReader(qwen3_file)
+    names = ("token_embd.weight", "output.weight")
+    return {t.name: np.array(t.data, np.float32) for t in reader.tensors if t.name in names}
+
+
+@pytest.fixture(scope="module")
+def qwen3_tokens(qwen3_file: Path) -> Iterator[LlamaModel]:
+    model = LlamaModel(
+        qwen3_file, CPU, n_ctx=N_CTX, threads=THREADS, where="test qwen3", n_batch=QWEN3_BATCH
+    )
+    yield model
+    model.close()
+
+
+@pytest.fixture(scope="module")
+def qwen3_hidden(qwen3_file: Path) -> Iterator[LlamaModel]:
+    model = LlamaModel(
+        qwen3_file,
+        CPU,
+        n_ctx=N_CTX,
+        threads=THREADS,
+        where="test qwen3 hidden",
+        n_batch=QWEN3_BATCH,
+        hidden_states=True,
+    )
+    yield model
+    model.close()
+
+
+def test_embedding_rows_give_the_logits_of_tokens(
+    qwen3_tokens: LlamaModel, qwen3_hidden: LlamaModel, qwen3_tables: dict[str, np.ndarray]
+) -> None:
+    """token_embd rows in, the logits of the same ids in, and the hidden state that made them."""
+    embed, head = qwen3_tables["token_embd.weight"], qwen3_tables["output.weight"]
+    assert qwen3_hidden.n_embd == TINY_QWEN3.n_embd == embed.shape[1]
+    qwen3_tokens.reset()
+    expected = qwen3_tokens.decode(ROWS).copy()
+
+    qwen3_hidden.reset()
+    logits, hidden = qwen3_hidden.decode_embeddings(embed[ROWS])
+    assert qwen3_hidden.n_past == len(ROWS)
+    assert logits.shape == (TINY_QWEN3.n_vocab,) and logits.dtype == np.float32
+    assert hidden.shape == (TINY_QWEN3.n_embd,) and hidden.dtype == np.float32
+    np.testing.assert_allclose(logits, expected, rtol=0, atol=EMBEDDING_TOLERANCE)
+    # the hidden state is what the head reads: after output_norm (weight ones, so RMS ~1;
+    # the residual stream before it has RMS ~0.03), before output.weight
+    np.testing.assert_allclose(hidden @ head.T, logits, rtol=0, atol=EMBEDDING_TOLERANCE)
+    assert abs(np.sqrt(np.mean(hidden**2)) - 1) < 0.01
+
+    # copies, not views into llama.cpp's buffer: the next call leaves them alone
+    kept = logits.copy()
+    qwen3_hidden.decode_embeddings(embed[[1]])
+    np.testing.assert_array_equal(logits, kept)
+
+    # token ids on the hidden-states context: the same logits
+    qwen3_hidden.reset()
+    np.testing.assert_allclose(
+        qwen3_hidden.decode(ROWS), expected, rtol=0, atol=EMBEDDING_TOLERANCE
+    )
+
+
+def test_embedding_rows_incrementally(
+    qwen3_hidden: LlamaModel, qwen3_tables: dict[str, np.ndarray]
+) -> None:
+    """Prefix rows, then one row at a time (the talker's loop) equals one batch of them all;
+    keep_prefix and reset work as for token input."""
+    embed = qwen3_tables["token_embd.weight"]
+    rows = embed[ROWS]  # (20, n_embd)
+    qwen3_hidden.reset()
+    all_logits, all_hidden = qwen3_hidden.decode_embeddings(rows)
+
+    qwen3_hidden.reset()
+    prefix = 12
+    qwen3_hidden.decode_embeddings(rows[:prefix])
+    for i in range(prefix, len(ROWS)):
+        logits, hidden = qwen3_hidden.decode_embeddings(rows[i : i + 1])
+    assert qwen3_hidden.n_past == len(ROWS)
+    np.testing.assert_allclose(logits, all_logits, rtol=0, atol=EMBEDDING_TOLERANCE)
+    np.testing.assert_allclose(hidden, all_hidden, rtol=0, atol=EMBEDDING_TOLERANCE)
+
+    # another request on the same cached prefix, after other rows
+    qwen3_hidden.keep_prefix(prefix)
+    qwen3_hidden.decode_embeddings(embed[[7, 8, 9]])
+    qwen3_hidden.keep_prefix(prefix)
+    logits, hidden = qwen3_hidden.decode_embeddings(rows[prefix:])
+    np.testing.assert_allclose(logits, all_logits, rtol=0, atol=EMBEDDING_TOLERANCE)
+    np.testing.assert_allclose(hidden, all_hidden, rtol=0, atol=EMBEDDING_TOLERANCE)
+    # the test can tell: the same rows on a stale cache give other logits
+    stale, _ = qwen3_hidden.decode_embeddings(rows[prefix:])
+    assert np.abs(stale - all_logits).max() > 100 * EMBEDDING_TOLERANCE
+
+    qwen3_hidden.reset()
+    assert qwen3_hidden.n_past == 0
+    logits, hidden = qwen3_hidden.decode_embeddings(rows)
+    np.testing.assert_allclose(logits, all_logits, rtol=0, atol=EMBEDDING_TOLERANCE)
+
+
+def test_embedding_rows_guards(
+    qwen3_hidden: LlamaModel, qwen3_tokens: LlamaModel, orpheus: LlamaModel
+) -> None:
+    """What llama.cpp would read past a buffer for, compute NaN from, or refuse: LlamaError."""
+    width = TINY_QWEN3.n_embd
+    qwen3_hidden.reset()
+    bad_rows = {
+        "must be a float32 array, not float64": np.zeros((2, width)),
+        "must be a float32 array, not list": [[0.0] * width],
+        r"must have shape \(n >= 1, 64\).*got \(2, 32\)": np.zeros((2, 32), np.float32),
+        r"must have shape .*got \(0, 64\)": np.zeros((0, width), np.float32),
+        r"must have shape .*got \(64,\)": np.zeros(width, np.float32),
+        "contain NaN or infinity": np.full((2, width), np.nan, np.float32),
+    }
+    for message, rows in bad_rows.items():
+        with pytest.raises(LlamaError, match=message):
+            qwen3_hidden.decode_embeddings(rows)  # type: ignore[arg-type]
+    assert qwen3_hidden.n_past == 0
+
+    qwen3_hidden.decode_embeddings(np.zeros((N_CTX - 1, width), np.float32))
+    with pytest.raises(LlamaError, match=f"context of {N_CTX} tokens is full"):
+        qwen3_hidden.decode_embeddings(np.zeros((2, width), np.float32))
+    assert qwen3_hidden.n_past == N_CTX - 1
+    qwen3_hidden.decode_embeddings(np.zeros((1, width), np.float32))  # the last position fits
+
+    for model in (qwen3_tokens, orpheus):
+        with pytest.raises(LlamaError, match="not loaded for embedding input"):
+            model.decode_embeddings(np.zeros((1, width), np.float32))
+    with pytest.raises(ValueError, match="exclude each other"):
+        LlamaModel(
+            qwen3_hidden.path,
+            CPU,
+            n_ctx=8,
+            threads=THREADS,
+            where="test",
+            embeddings=True,
+            hidden_states=True,
+        )

@@ -1,5 +1,10 @@
 """The one wrapper around llama-cpp-python: load a GGUF on a device, evaluate tokens, read logits.
 
+Three kinds of context: a decoder fed token ids (`decode` → logits), a decoder fed embedding
+rows that also returns its final hidden state (`hidden_states=True`, `decode_embeddings` →
+logits and hidden state; the Qwen3-TTS talker as a stock `qwen3` GGUF), and an encoder
+(`embeddings=True`, `encode` → one row per token; the WavTokenizer vocoder).
+
 We use llama.cpp's C API through llama-cpp-python's ctypes bindings rather than its `Llama`
 class: engines need raw logits per step (they sample themselves, over a few thousand candidate
 tokens), exact control of the KV cache, and no stdout/stderr redirection while the server may be
@@ -140,6 +145,7 @@ class LlamaModel:
         where: str,
         n_batch: int = DEFAULT_BATCH,
         embeddings: bool = False,
+        hidden_states: bool = False,
     ) -> None:
         """Load `path` with a context of `n_ctx` tokens.
 
@@ -147,12 +153,22 @@ class LlamaModel:
         returns one row per token and every sequence runs as one ubatch of up to `n_ctx`
         tokens, because a non-causal graph (attention, convolutions over the whole sequence)
         cannot be split; `n_batch` is then ignored. Such a context has no `decode`.
+
+        `hidden_states=True` makes a decoder context that also returns the final hidden state
+        (after the output norm, before the head) through `decode_embeddings`, which takes
+        embedding rows instead of token ids. llama.cpp then outputs logits and hidden state for
+        every row of a batch, so its output buffer holds n_batch x (n_vocab + n_embd) floats
+        (Qwen3-TTS talker, 3072 + 1024 wide: 8 MB at n_batch 512). `decode` (token ids) still
+        works on such a context and returns the logits as usual.
         """
+        if embeddings and hidden_states:
+            raise ValueError("embeddings (encoder) and hidden_states (decoder) exclude each other")
         init_runtime()
         self.path = path
         self.where = where
         self.n_ctx = n_ctx
         self.embeddings = embeddings
+        self.hidden_states = hidden_states
         self.n_batch = n_ctx if embeddings else n_batch
         self._stack = contextlib.ExitStack()
         try:
@@ -169,6 +185,12 @@ class LlamaModel:
                 params.embeddings = True
                 params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE  # one row per token
                 params.n_outputs_max = self.n_batch  # every token outputs
+            elif hidden_states:
+                params.embeddings = True  # read t_embd (the normed hidden state) as well
+                params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE  # one row per position
+                # with embeddings on, llama.cpp makes every row of a batch an output (it
+                # aborts when they outnumber n_outputs_max), even though we read the last only
+                params.n_outputs_max = self.n_batch
             else:
                 # we read the last token's logits only: saves n_batch x n_vocab floats
                 params.n_outputs_max = 1
@@ -183,6 +205,14 @@ class LlamaModel:
 
             self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
             self._stack.callback(llama_cpp.llama_batch_free, self._batch)
+
+            self.n_embd: int = llama_cpp.llama_model_n_embd(self._model)
+            """Hidden size: the width of a `decode_embeddings` row and of the hidden state."""
+            if hidden_states:
+                self._check_plain_widths()
+                # token = NULL, embd = n_batch rows of n_embd floats
+                self._embd_batch = llama_cpp.llama_batch_init(self.n_batch, self.n_embd, 1)
+                self._stack.callback(llama_cpp.llama_batch_free, self._embd_batch)
         except BaseException:
             self._stack.close()
             raise
@@ -199,6 +229,23 @@ class LlamaModel:
         """Tokens in the KV cache (positions 0 … n_past-1)."""
         if embeddings:
             self._prepare_encoder_batch()
+        if hidden_states:
+            self._prepare_embedding_batch()
+
+    def _check_plain_widths(self) -> None:
+        """Input rows, hidden size and output rows must all be n_embd wide.
+
+        Deepstack models (qwen3vl) take wider input rows than their hidden size; nothing here
+        needs them, and a wrong row width would make llama.cpp read past our buffer.
+        """
+        n_in = llama_cpp.llama_model_n_embd_inp(self._model)
+        n_out = llama_cpp.llama_model_n_embd_out(self._model)
+        if not n_in == self.n_embd == n_out:
+            raise LlamaError(
+                f"{self.where}: {self.path} takes {n_in}-wide input rows and returns "
+                f"{n_out}-wide hidden states for a hidden size of {self.n_embd}; "
+                "hidden_states=True supports models where all three are equal (qwen3, llama)"
+            )
 
     @staticmethod
     def _load_model(path: Path, device: Device, where: str) -> ctypes.c_void_p:
@@ -328,7 +375,8 @@ class LlamaModel:
     def decode(self, tokens: Sequence[int]) -> np.ndarray:
         """Evaluate `tokens` after what is cached; the logits (n_vocab,) after the last one.
 
-        The array is a view into llama.cpp's buffer, valid until the next `decode`.
+        The array is a view into llama.cpp's buffer, valid until the next `decode` or
+        `decode_embeddings`. Works on a `hidden_states=True` context too (same logits).
         """
         if self.embeddings:
             raise LlamaError(f"{self.where}: {self.path} is loaded as an encoder: use encode")
@@ -348,13 +396,79 @@ class LlamaModel:
                 batch.pos[i] = self.n_past + i
                 batch.n_seq_id[i] = 1
                 batch.seq_id[i][0] = SEQUENCE
-                batch.logits[i] = i == len(part) - 1
+                # a hidden-states context outputs every token anyway (llama.cpp overrides us)
+                batch.logits[i] = self.hidden_states or i == len(part) - 1
             status = llama_cpp.llama_decode(self._ctx, batch)
             if status != 0:
                 raise LlamaError(f"{self.path}: llama_decode failed with status {status}")
             self.n_past += len(part)
         logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
         return np.ctypeslib.as_array(logits, shape=(self.n_vocab,))  # (n_vocab,) float32 view
+
+    def _prepare_embedding_batch(self) -> None:
+        """Fill the embedding batch's fixed fields once: sequence 0, an output per row."""
+        batch = self._embd_batch
+        size = self.n_batch
+        np.ctypeslib.as_array(batch.n_seq_id, shape=(size,))[:] = 1
+        # llama.cpp outputs every row when embeddings are on; say so rather than rely on it
+        np.ctypeslib.as_array(batch.logits, shape=(size,))[:] = 1
+        for i in range(size):
+            batch.seq_id[i][0] = SEQUENCE
+        self._batch_rows = np.ctypeslib.as_array(batch.embd, shape=(size, self.n_embd))
+        self._batch_pos = np.ctypeslib.as_array(batch.pos, shape=(size,))  # (n_batch,) int32
+
+    def decode_embeddings(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Evaluate embedding rows (n, n_embd) float32 after what is cached, one position each.
+
+        Returns copies of the logits (n_vocab,) and of the final hidden state (n_embd,), after
+        the output norm, of the last row. Rows are evaluated n_batch at a time. Everything
+        llama.cpp would abort on or reject (wrong width or dtype, NaN, a full context) raises
+        LlamaError before it is called.
+        """
+        if not self.hidden_states:
+            raise LlamaError(
+                f"{self.where}: {self.path} was not loaded for embedding input "
+                "(hidden_states=True)"
+            )
+        self._check_rows(rows)
+        n_rows = rows.shape[0]
+        batch = self._embd_batch
+        for start in range(0, n_rows, self.n_batch):
+            part = rows[start : start + self.n_batch]  # (m, n_embd)
+            n_part = part.shape[0]
+            self._batch_rows[:n_part] = part
+            self._batch_pos[:n_part] = np.arange(self.n_past, self.n_past + n_part)
+            batch.n_tokens = n_part
+            status = llama_cpp.llama_decode(self._ctx, batch)
+            if status != 0:
+                raise LlamaError(f"{self.path}: llama_decode failed with status {status}")
+            self.n_past += n_part
+        logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
+        hidden = llama_cpp.llama_get_embeddings_ith(self._ctx, -1)
+        if not logits or not hidden:
+            raise LlamaError(f"{self.path}: llama.cpp returned no logits or hidden state")
+        return (
+            np.ctypeslib.as_array(logits, shape=(self.n_vocab,)).copy(),  # (n_vocab,) float32
+            np.ctypeslib.as_array(hidden, shape=(self.n_embd,)).copy(),  # (n_embd,) float32
+        )
+
+    def _check_rows(self, rows: np.ndarray) -> None:
+        """LlamaError unless `rows` is a finite (n >= 1, n_embd) float32 array that fits."""
+        if not isinstance(rows, np.ndarray) or rows.dtype != np.float32:
+            kind = rows.dtype if isinstance(rows, np.ndarray) else type(rows).__name__
+            raise LlamaError(f"{self.where}: embedding rows must be a float32 array, not {kind}")
+        if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] != self.n_embd:
+            raise LlamaError(
+                f"{self.where}: embedding rows must have shape (n >= 1, {self.n_embd}) for "
+                f"{self.path}, got {rows.shape}"
+            )
+        if not np.isfinite(rows).all():
+            raise LlamaError(f"{self.where}: embedding rows contain NaN or infinity")
+        if self.n_past + rows.shape[0] > self.n_ctx:
+            raise LlamaError(
+                f"{self.path}: context of {self.n_ctx} tokens is full "
+                f"({self.n_past} cached + {rows.shape[0]} new)"
+            )
 
     def _prepare_encoder_batch(self) -> None:
         """Fill the batch's fixed fields once: position i, sequence 0, an output per token."""
