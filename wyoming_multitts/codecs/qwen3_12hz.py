@@ -1,0 +1,598 @@
+"""Qwen3-TTS 12 Hz speech-tokenizer decoder ("code2wav"): 16 codes per 80 ms frame → 24 kHz audio.
+
+Our own compact torch copy of `Qwen3TTSTokenizerV2Decoder` (qwen-tts 0.1.1,
+`qwen_tts/core/tokenizer_12hz/modeling_qwen3_tts_tokenizer_v2.py`; docs engines-qwen3-bark.md §A3),
+without transformers: split RVQ lookup → causal conv → sliding-window transformer → 2× (causal
+transposed conv + ConvNeXt) → causal conv → 4 DAC-style blocks with SnakeBeta → causal conv →
+clamp to [-1, 1]. Module attributes are the checkpoint's names under `decoder.` in
+`speech_tokenizer/model.safetensors`, so `load_state_dict(strict=True)` needs no rename table. There
+is no weight norm to fold.
+
+Everything is causal, so a frame's audio depends only on that frame and the ones before it:
+`receptive_frames` of them (580 for the released decoder: 8 stacked attention layers reach back
+8·71 frames, the convolutions 2 + 10 more). Streaming decodes windows with left context and keeps
+the new frames (`stream`); with `left >= receptive_frames` the stream equals one whole-utterance
+decode, and there is no lookahead: a frame's audio is final as soon as the frame exists. The
+trade-off is compute, not latency. Left context costs transformer work only (≈33 MMAC per frame
+at full size): the convolution stack (≈2.4 GMAC per frame) always runs on just
+`conv_context_frames` (10) frames before the new ones, whatever `left` is. A window of 8 new
+frames costs ≈64 GMAC exact (580 frames of context) and ≈45 GMAC with 25 frames, which is
+approximate; the official `chunked_decode` way (the whole decoder over 25 + 8 frames) costs ≈82.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, cast
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors import safe_open
+from torch import nn
+
+from ..errors import VoiceError
+from .windowed import WindowedDecoder
+
+_LOGGER = logging.getLogger(__name__)
+
+CODEC_FILES = ("config.json", "model.safetensors")
+"""What a speech-tokenizer folder (`speech_tokenizer/` of every Qwen3-TTS repo) must hold."""
+DECODER_PREFIX = "decoder."
+"""Checkpoint key prefix of the decoder (the encoder's keys, `encoder.*`, are not read)."""
+ENCODE_ONLY_KEYS = ("quantizer.rvq_first.input_proj.weight", "quantizer.rvq_rest.input_proj.weight")
+"""Decoder keys that only encoding uses (latent → codebook space): skipped when present."""
+CODEBOOK_EPSILON = 1e-5
+"""codebook = embedding_sum / clamp(cluster_usage, CODEBOOK_EPSILON) (EuclideanCodebook)."""
+SEMANTIC_QUANTIZERS = 1
+"""Codebooks of `rvq_first` (the semantic one); the other num_quantizers - 1 are `rvq_rest`."""
+CONVNEXT_KERNEL = 7
+CONVNEXT_EXPANSION = 4
+CONVNEXT_NORM_EPS = 1e-6
+DECODER_KERNEL = 7
+"""Kernel of the convolutions into and out of the DAC-style blocks and of their residual units."""
+PRE_CONV_KERNEL = 3
+RESIDUAL_DILATIONS = (1, 3, 9)
+SNAKE_EPSILON = 1e-9
+"""SnakeBeta: x + sin²(x·e^α) / (e^β + SNAKE_EPSILON)."""
+DECODE_CHUNK_FRAMES = 150
+"""Most new frames per pass in `decode` (12 s of audio). Bounds memory: at full size a pass takes
+≈4.5 MB per frame above the weights (measured: 150 frames 0.67 GB, 300 frames 1.5 GB); each pass
+re-runs its receptive_frames of context through the transformer and 10 through the convolutions,
+≈13 % more work than one pass over everything."""
+
+
+@dataclass(frozen=True)
+class Qwen3CodecConfig:
+    """`decoder_config` of `speech_tokenizer/config.json`; defaults are qwen-tts's
+    `Qwen3TTSTokenizerV2DecoderConfig` defaults (the released config.json sets every one)."""
+
+    codebook_size: int = 2048
+    codebook_dim: int = 512
+    """Width of the quantizer output (each codebook itself is codebook_dim // 2 wide)."""
+    latent_dim: int = 1024
+    hidden_size: int = 1024
+    intermediate_size: int = 3072
+    num_hidden_layers: int = 8
+    num_attention_heads: int = 16
+    num_key_value_heads: int = 16
+    head_dim: int | None = None
+    """None: hidden_size // num_attention_heads (the released decoder sets 64 with hidden 512)."""
+    sliding_window: int = 72
+    """Each position attends to itself and the sliding_window - 1 positions before it."""
+    rope_theta: float = 10000.0
+    rms_norm_eps: float = 1e-5
+    attention_bias: bool = False
+    num_quantizers: int = 16
+    upsample_rates: tuple[int, ...] = (8, 5, 4, 3)
+    upsampling_ratios: tuple[int, ...] = (2, 2)
+    decoder_dim: int = 1536
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], where: str) -> "Qwen3CodecConfig":
+        """The fields we use from a `decoder_config` dict; rejects what we don't implement."""
+        if values.get("hidden_act", "silu") != "silu":
+            raise VoiceError(f"{where}: decoder hidden_act {values['hidden_act']!r} is not silu")
+        rope = values.get("rope_scaling") or {}
+        if rope.get("rope_type", rope.get("type", "default")) != "default":
+            raise VoiceError(f"{where}: decoder rope_scaling {rope!r} is not supported")
+        known = {field.name for field in fields(cls)}
+        picked = {key: value for key, value in values.items() if key in known}
+        for key in ("upsample_rates", "upsampling_ratios"):
+            if key in picked:
+                picked[key] = tuple(picked[key])
+        return cls(**picked)
+
+    @property
+    def attention_head_dim(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+
+QWEN3_12HZ_DECODER = Qwen3CodecConfig(
+    hidden_size=512, intermediate_size=1024, head_dim=64, latent_dim=1024, codebook_dim=512
+)
+"""The released checkpoints' decoder_config (Qwen/Qwen3-TTS-Tokenizer-12Hz; docs §A2)."""
+
+
+def receptive_field(config: Qwen3CodecConfig) -> tuple[int, int]:
+    """(receptive_frames, conv_context_frames): frames before frame t that t's audio depends on,
+    through the whole decoder and through the convolutions after the transformer only.
+
+    Walks back from the first sample of a frame t far from the start (its inputs reach furthest)
+    through every layer: a causal conv of kernel k (dilation d) needs (k-1)·d earlier samples, a
+    causal transposed conv of stride r maps sample n to input floor(n/r), or floor(n/r) - 1 when its
+    kernel is 2r, and each attention layer reaches sliding_window - 1 frames back.
+    """
+    frame = 10**6  # any frame far enough from the start that no padding is involved
+    index = frame * math.prod(config.upsample_rates + config.upsampling_ratios)
+    index -= DECODER_KERNEL - 1  # final conv
+    for rate in reversed(config.upsample_rates):
+        index -= (DECODER_KERNEL - 1) * sum(RESIDUAL_DILATIONS)  # 3 residual units
+        index = index // rate - 1  # causal transposed conv, kernel 2·rate
+    index -= DECODER_KERNEL - 1  # conv latent_dim → decoder_dim
+    for ratio in reversed(config.upsampling_ratios):
+        index -= CONVNEXT_KERNEL - 1  # ConvNeXt depthwise conv
+        index //= ratio  # transposed conv, kernel = stride = ratio
+    conv_context = frame - index
+    index -= config.num_hidden_layers * (config.sliding_window - 1)
+    index -= PRE_CONV_KERNEL - 1
+    return frame - index, conv_context
+
+
+# ---- building blocks -------------------------------------------------------------------------
+
+
+class CausalConv1d(nn.Module):
+    """Conv1d (stride 1) padded on the left only: output t sees inputs t-(k-1)·d … t."""
+
+    def __init__(
+        self, in_dim: int, out_dim: int, kernel: int, dilation: int = 1, groups: int = 1
+    ) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(in_dim, out_dim, kernel, dilation=dilation, groups=groups)
+        self._left = (kernel - 1) * dilation
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(F.pad(x, (self._left, 0)))  # (B, C_in, T) → (B, C_out, T)
+
+
+class CausalConvTranspose1d(nn.Module):
+    """ConvTranspose1d whose last kernel - stride outputs are cut: T inputs → T·stride outputs."""
+
+    def __init__(self, in_dim: int, out_dim: int, kernel: int, stride: int) -> None:
+        super().__init__()
+        self.conv = nn.ConvTranspose1d(in_dim, out_dim, kernel, stride=stride)
+        self._right = kernel - stride
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)  # (B, C_out, (T-1)·stride + kernel)
+        return x[..., : x.shape[-1] - self._right] if self._right else x  # (B, C_out, T·stride)
+
+
+class SnakeBeta(nn.Module):
+    """x + sin²(x·e^α) / e^β, per channel (α, β stored as logs)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.alpha = nn.Parameter(torch.zeros(dim))
+        self.beta = nn.Parameter(torch.zeros(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        alpha = self.alpha.exp()[None, :, None]  # (1, C, 1)
+        beta = self.beta.exp()[None, :, None]  # (1, C, 1)
+        return x + (1.0 / (beta + SNAKE_EPSILON)) * torch.sin(x * alpha).pow(2)
+
+
+class ConvNeXtBlock(nn.Module):
+    """x + γ·MLP(LayerNorm(causal depthwise conv(x)))."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dwconv = CausalConv1d(dim, dim, CONVNEXT_KERNEL, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=CONVNEXT_NORM_EPS)
+        self.pwconv1 = nn.Linear(dim, CONVNEXT_EXPANSION * dim)
+        self.pwconv2 = nn.Linear(CONVNEXT_EXPANSION * dim, dim)
+        self.gamma = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.dwconv(x).transpose(1, 2)  # (B, T, C)
+        h = self.pwconv2(F.gelu(self.pwconv1(self.norm(h))))  # (B, T, C)
+        return x + (self.gamma * h).transpose(1, 2)  # (B, C, T)
+
+
+class ResidualUnit(nn.Module):
+    def __init__(self, dim: int, dilation: int) -> None:
+        super().__init__()
+        self.act1 = SnakeBeta(dim)
+        self.conv1 = CausalConv1d(dim, dim, DECODER_KERNEL, dilation=dilation)
+        self.act2 = SnakeBeta(dim)
+        self.conv2 = CausalConv1d(dim, dim, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.conv2(self.act2(self.conv1(self.act1(x))))
+
+
+class DecoderBlock(nn.Module):
+    """SnakeBeta, causal transposed conv (kernel 2r, stride r), 3 dilated residual units."""
+
+    def __init__(self, in_dim: int, out_dim: int, rate: int) -> None:
+        super().__init__()
+        self.block = nn.ModuleList(
+            [SnakeBeta(in_dim), CausalConvTranspose1d(in_dim, out_dim, 2 * rate, rate)]
+            + [ResidualUnit(out_dim, dilation) for dilation in RESIDUAL_DILATIONS]
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.block:
+            x = layer(x)
+        return x  # (B, C_in, T) → (B, C_in // 2, T·rate)
+
+
+# ---- split residual vector quantizer (decode side only) ---------------------------------------
+
+
+class EuclideanCodebook(nn.Module):
+    def __init__(self, size: int, dim: int) -> None:
+        super().__init__()
+        self.cluster_usage = nn.Parameter(torch.ones(size))
+        self.embedding_sum = nn.Parameter(torch.zeros(size, dim))
+
+    def forward(self, codes: torch.Tensor) -> torch.Tensor:
+        usage = self.cluster_usage.clamp(min=CODEBOOK_EPSILON)[:, None]  # (size, 1)
+        return F.embedding(codes, self.embedding_sum / usage)  # (B, T) → (B, T, dim)
+
+
+class VectorQuantization(nn.Module):
+    def __init__(self, size: int, dim: int) -> None:
+        super().__init__()
+        self._codebook = EuclideanCodebook(size, dim)
+
+    def forward(self, codes: torch.Tensor) -> torch.Tensor:
+        return self._codebook(codes)  # (B, T) → (B, T, dim)
+
+
+class ResidualVectorQuantization(nn.Module):
+    def __init__(self, count: int, size: int, dim: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([VectorQuantization(size, dim) for _ in range(count)])
+
+
+class ResidualVectorQuantizer(nn.Module):
+    """Sum of one embedding per codebook, then a 1×1 projection (no bias) to the output width."""
+
+    def __init__(self, count: int, size: int, dim: int, out_dim: int) -> None:
+        super().__init__()
+        self.vq = ResidualVectorQuantization(count, size, dim)
+        self.output_proj = nn.Conv1d(dim, out_dim, 1, bias=False)
+
+    def forward(self, codes: torch.Tensor) -> torch.Tensor:
+        summed = torch.zeros((), device=codes.device)
+        for i, layer in enumerate(self.vq.layers):
+            summed = summed + layer(codes[:, i])  # (B, T, dim)
+        return self.output_proj(summed.transpose(1, 2))  # (B, out_dim, T)
+
+
+class SplitResidualVectorQuantizer(nn.Module):
+    def __init__(self, config: Qwen3CodecConfig) -> None:
+        super().__init__()
+        dim = config.codebook_dim // 2
+        size = config.codebook_size
+        rest = config.num_quantizers - SEMANTIC_QUANTIZERS
+        self.rvq_first = ResidualVectorQuantizer(
+            SEMANTIC_QUANTIZERS, size, dim, config.codebook_dim
+        )
+        self.rvq_rest = ResidualVectorQuantizer(rest, size, dim, config.codebook_dim)
+
+    def forward(self, codes: torch.Tensor) -> torch.Tensor:
+        first = self.rvq_first(codes[:, :SEMANTIC_QUANTIZERS])  # (B, codebook_dim, T)
+        return first + self.rvq_rest(codes[:, SEMANTIC_QUANTIZERS:])  # (B, codebook_dim, T)
+
+
+# ---- sliding-window transformer ---------------------------------------------------------------
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self._eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self._eps)
+        return self.weight * h.to(x.dtype)
+
+
+class LayerScale(nn.Module):
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.scale * x
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Attention(nn.Module):
+    """Multi-head attention with RoPE (NEOX halves) and a causal sliding-window mask."""
+
+    def __init__(self, config: Qwen3CodecConfig) -> None:
+        super().__init__()
+        head_dim = config.attention_head_dim
+        bias = config.attention_bias
+        self.q_proj = nn.Linear(config.hidden_size, config.num_attention_heads * head_dim, bias)
+        self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * head_dim, bias)
+        self.v_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * head_dim, bias)
+        self.o_proj = nn.Linear(config.num_attention_heads * head_dim, config.hidden_size, bias)
+        self._head_dim = head_dim
+        self._gqa = config.num_attention_heads != config.num_key_value_heads
+
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, -1, self._head_dim).transpose(1, 2)  # (B, nh, T, hd)
+        k = self.k_proj(x).view(B, T, -1, self._head_dim).transpose(1, 2)  # (B, nkv, T, hd)
+        v = self.v_proj(x).view(B, T, -1, self._head_dim).transpose(1, 2)  # (B, nkv, T, hd)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        y = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, scale=self._head_dim**-0.5, enable_gqa=self._gqa
+        )  # (B, nh, T, hd)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))  # (B, T, hidden)
+
+
+class Mlp(nn.Module):
+    def __init__(self, config: Qwen3CodecConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class TransformerLayer(nn.Module):
+    """Pre-norm block; both residual branches scaled by LayerScale."""
+
+    def __init__(self, config: Qwen3CodecConfig) -> None:
+        super().__init__()
+        self.self_attn = Attention(config)
+        self.mlp = Mlp(config)
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.self_attn_layer_scale = LayerScale(config.hidden_size)
+        self.mlp_layer_scale = LayerScale(config.hidden_size)
+
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
+        x = x + self.self_attn_layer_scale(self.self_attn(self.input_layernorm(x), cos, sin, mask))
+        return x + self.mlp_layer_scale(self.mlp(self.post_attention_layernorm(x)))
+
+
+class Transformer(nn.Module):
+    """latent_dim → hidden_size, the layers, final RMSNorm, hidden_size → latent_dim."""
+
+    inv_freq: torch.Tensor
+
+    def __init__(self, config: Qwen3CodecConfig) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(
+            [TransformerLayer(config) for _ in range(config.num_hidden_layers)]
+        )
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.input_proj = nn.Linear(config.latent_dim, config.hidden_size)
+        self.output_proj = nn.Linear(config.hidden_size, config.latent_dim)
+        head_dim = config.attention_head_dim
+        exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
+        self.register_buffer("inv_freq", 1.0 / config.rope_theta**exponents, persistent=False)
+        self._window = config.sliding_window
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _, T, _ = x.shape  # x : (B, T, latent_dim)
+        positions = torch.arange(T, device=x.device, dtype=torch.float32)
+        freqs = positions[:, None] * self.inv_freq[None, :]  # (T, hd/2)
+        angles = torch.cat((freqs, freqs), dim=-1)  # (T, hd)
+        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+        offset = positions[:, None] - positions[None, :]  # (T_q, T_k): query - key
+        mask = (offset >= 0) & (offset < self._window)  # (T_q, T_k) bool, True = attend
+        h = self.input_proj(x)  # (B, T, hidden)
+        for layer in self.layers:
+            h = layer(h, cos, sin, mask)
+        return self.output_proj(self.norm(h))  # (B, T, latent_dim)
+
+
+# ---- the decoder ------------------------------------------------------------------------------
+
+
+class Qwen3Codec12Hz(nn.Module):
+    """The decoder: codes (T, num_quantizers) → 24 kHz audio (T·1920,) in [-1, 1]."""
+
+    def __init__(self, config: Qwen3CodecConfig, sample_rate: int = 24_000) -> None:
+        super().__init__()
+        self.config = config
+        self.quantizer = SplitResidualVectorQuantizer(config)
+        self.pre_conv = CausalConv1d(config.codebook_dim, config.latent_dim, PRE_CONV_KERNEL)
+        self.pre_transformer = Transformer(config)
+        self.upsample = nn.ModuleList(
+            nn.ModuleList(
+                [
+                    CausalConvTranspose1d(config.latent_dim, config.latent_dim, ratio, ratio),
+                    ConvNeXtBlock(config.latent_dim),
+                ]
+            )
+            for ratio in config.upsampling_ratios
+        )
+        dims = [config.decoder_dim // 2**i for i in range(len(config.upsample_rates) + 1)]
+        self.decoder = nn.ModuleList(
+            [CausalConv1d(config.latent_dim, dims[0], DECODER_KERNEL)]
+            + [
+                DecoderBlock(dims[i], dims[i + 1], rate)
+                for i, rate in enumerate(config.upsample_rates)
+            ]
+            + [SnakeBeta(dims[-1]), CausalConv1d(dims[-1], 1, DECODER_KERNEL)]
+        )
+
+        self.sample_rate = sample_rate
+        """Output rate in Hz."""
+        self.samples_per_frame = math.prod(config.upsample_rates + config.upsampling_ratios)
+        """Audio samples per code frame (1920 = 80 ms at 24 kHz)."""
+        self.receptive_frames, self.conv_context_frames = receptive_field(config)
+        """Frames of left context that make a window's audio equal the whole-utterance decode,
+        and the part of them the convolutions after the transformer need (580 and 10)."""
+
+    def latent(self, codes: torch.Tensor) -> torch.Tensor:
+        """Quantizer, pre-conv and transformer: codes (B, Q, T) → (B, latent_dim, T)."""
+        h = self.pre_conv(self.quantizer(codes))  # (B, latent_dim, T)
+        return self.pre_transformer(h.transpose(1, 2)).transpose(1, 2)  # (B, latent_dim, T)
+
+    def synthesize(self, latent: torch.Tensor) -> torch.Tensor:
+        """Convolution stack: (B, latent_dim, T) → audio (B, 1, T·samples_per_frame)."""
+        h = latent
+        for stage in self.upsample:
+            for layer in cast(nn.ModuleList, stage):  # transposed conv ×ratio, ConvNeXt block
+                h = layer(h)  # (B, latent_dim, T·ratio…)
+        for layer in self.decoder:
+            h = layer(h)
+        return h.clamp(-1.0, 1.0)  # (B, 1, T·samples_per_frame)
+
+    def forward(self, codes: torch.Tensor, context: int = 0) -> torch.Tensor:
+        """Audio of frames [context, T) of codes (B, Q, T), the frames before being left context:
+        (B, 1, (T - context)·samples_per_frame). The convolutions run on conv_context_frames of it.
+        """
+        latent = self.latent(codes)  # (B, latent_dim, T)
+        start = max(0, context - self.conv_context_frames)
+        audio = self.synthesize(latent[..., start:])  # (B, 1, (T - start)·spf)
+        return audio[..., (context - start) * self.samples_per_frame :]
+
+    def decode(self, codes: np.ndarray, context: int = 0) -> np.ndarray:
+        """24 kHz float32 audio ((T - context)·1920,) of codes (T, num_quantizers) int, whose first
+        `context` frames are left context only. Runs in pieces of DECODE_CHUNK_FRAMES new frames
+        with receptive_frames of context each, so any length decodes exactly as one pass would."""
+        n_frames, n_codebooks = codes.shape  # (T, Q)
+        if n_codebooks != self.config.num_quantizers:
+            raise ValueError(
+                f"need {self.config.num_quantizers} codes per frame, got {n_codebooks}"
+            )
+        if not 0 <= context <= n_frames:
+            raise ValueError(f"context {context} is not within the {n_frames} frames")
+        if n_frames and (codes.min() < 0 or codes.max() >= self.config.codebook_size):
+            raise ValueError(f"codes must lie in [0, {self.config.codebook_size})")
+        device = self.quantizer.rvq_first.output_proj.weight.device
+        all_codes = torch.as_tensor(codes.T, dtype=torch.int64, device=device)[None]  # (1, Q, T)
+        pieces = []
+        with torch.inference_mode():
+            for new in range(context, n_frames, DECODE_CHUNK_FRAMES):
+                first = max(0, new - self.receptive_frames)
+                end = min(n_frames, new + DECODE_CHUNK_FRAMES)
+                audio = self(all_codes[..., first:end], context=new - first)  # (1, 1, samples)
+                pieces.append(audio[0, 0].float().cpu().numpy())
+        if not pieces:
+            return np.zeros(0, dtype=np.float32)
+        return np.concatenate(pieces)  # ((T - context)·spf,) float32
+
+    def stream(
+        self,
+        codes_of: Callable[[int, int], np.ndarray],
+        left: int | None = None,
+        first_chunk: int = 1,
+        max_chunk: int = 8,
+    ) -> WindowedDecoder:
+        """A `WindowedDecoder` over the frames `codes_of(first, end)` ((end - first, Q) int) of a
+        growing utterance. `left` frames of context per window (default receptive_frames: the
+        stream equals `decode` of the whole utterance; fewer only saves transformer work and
+        makes frames differ); no lookahead is needed."""
+        left = self.receptive_frames if left is None else left
+        window = _StreamWindow(self, codes_of)
+        return WindowedDecoder(window, self.samples_per_frame, left, 0, first_chunk, max_chunk)
+
+
+class _StreamWindow:
+    """decode(first, end) for `WindowedDecoder(right=0)` that skips the context frames' audio.
+
+    With no lookahead every window ends where the frames it emits end, so the frames it emits
+    start where the previous window ended; only those go through the convolution stack and the
+    context frames' audio, which `WindowedDecoder` drops anyway, is left as zeros."""
+
+    def __init__(self, codec: Qwen3Codec12Hz, codes_of: Callable[[int, int], np.ndarray]) -> None:
+        self._codec = codec
+        self._codes_of = codes_of
+        self._decoded_until = 0
+
+    def __call__(self, first: int, end: int) -> np.ndarray:
+        context = min(max(0, self._decoded_until - first), end - first)
+        audio = self._codec.decode(
+            self._codes_of(first, end), context
+        )  # ((end-first-context)·spf,)
+        self._decoded_until = end
+        skipped = np.zeros(context * self._codec.samples_per_frame, dtype=np.float32)
+        return np.concatenate([skipped, audio])  # ((end - first)·spf,)
+
+
+# ---- loading ----------------------------------------------------------------------------------
+
+
+def load_qwen3_codec(folder: Path, device: torch.device) -> Qwen3Codec12Hz:
+    """The decoder of a speech-tokenizer folder (config.json + model.safetensors) on `device`.
+
+    Reads only the tensors under `decoder.`; every one of the decoder's tensors must be there and
+    nothing else may be (except ENCODE_ONLY_KEYS), so a file of another layout fails here, naming
+    the file and the keys, instead of decoding noise.
+    """
+    config_path = folder / "config.json"
+    weights_path = folder / "model.safetensors"
+    for path in (config_path, weights_path):
+        if not path.is_file():
+            raise VoiceError(f"Qwen3-TTS speech tokenizer: {path} is missing")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        decoder_config = Qwen3CodecConfig.from_dict(config["decoder_config"], str(config_path))
+    except (ValueError, KeyError, TypeError) as err:
+        raise VoiceError(f"{config_path}: not a Qwen3-TTS 12 Hz tokenizer config ({err})") from err
+
+    codec = Qwen3Codec12Hz(decoder_config, int(config.get("output_sample_rate", 24_000)))
+    declared = config.get("decode_upsample_rate", codec.samples_per_frame)
+    if declared != codec.samples_per_frame:
+        raise VoiceError(
+            f"{config_path}: decode_upsample_rate {declared} is not the decoder's "
+            f"{codec.samples_per_frame} samples per frame"
+        )
+
+    state: dict[str, torch.Tensor] = {}
+    with safe_open(str(weights_path), framework="pt", device="cpu") as weights:
+        for key in weights.keys():
+            name = key[len(DECODER_PREFIX) :]
+            if key.startswith(DECODER_PREFIX) and name not in ENCODE_ONLY_KEYS:
+                state[name] = weights.get_tensor(key)
+    expected = codec.state_dict().keys()
+    missing = sorted(DECODER_PREFIX + key for key in expected - state.keys())
+    unexpected = sorted(DECODER_PREFIX + key for key in state.keys() - expected)
+    if missing or unexpected:
+        raise VoiceError(
+            f"{weights_path}: not the Qwen3-TTS 12 Hz decoder described by its config.json: "
+            f"missing {_some(missing)}, unexpected {_some(unexpected)}"
+        )
+    try:
+        codec.load_state_dict(state, strict=True)
+    except RuntimeError as err:  # a shape mismatch; torch names the tensor
+        raise VoiceError(f"{weights_path}: {err}") from err
+    _LOGGER.debug("loaded %d decoder tensors from %s", len(state), weights_path)
+    return codec.to(device).eval()
+
+
+def _some(keys: list[str], shown: int = 5) -> str:
+    """At most `shown` keys, then how many more."""
+    if not keys:
+        return "none"
+    more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
+    return ", ".join(keys[:shown]) + more
