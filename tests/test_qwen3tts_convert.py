@@ -1,0 +1,549 @@
+"""Qwen3-TTS: our tiny snapshots in the official layout, and their conversion for the engine.
+
+The numeric checks recompute in float64 numpy from the safetensors; the oracle checks run the
+official qwen-tts package (its own venv, script/make-qwen-tts-oracle-env) on the same files and
+compare its tokens, prefill rows, talker and predictor outputs with what the converted files
+give through llama.cpp.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import gguf
+import numpy as np
+import pytest
+
+from wyoming_multitts.catalog import parse_catalog
+from wyoming_multitts.devices import resolve_device
+from wyoming_multitts.engines.qwen3tts_convert import (
+    LAYER_TENSORS,
+    ConvertedQwen3TTS,
+    ConvertError,
+    SafetensorsFiles,
+    convert,
+)
+from wyoming_multitts.modelgen import qwen3tts
+
+ROOT = Path(__file__).resolve().parent.parent
+ORACLE_VENV = ROOT / "local" / "qwen-tts-venv"
+ORACLE_SCRIPT = ROOT / "tests" / "qwen3tts_oracle.py"
+ORACLE_FRAMES = 4
+THREADS = 2
+RMS_EPS = 1e-6
+ROPE_THETA = 1e6
+
+llama_cpp = pytest.importorskip("llama_cpp")
+from wyoming_multitts.llm import LlamaModel  # noqa: E402  # needs llama_cpp
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """`modelgen.qwen3tts.write_tiny` into a fresh folder: the folder and the catalog entries."""
+    directory = tmp_path_factory.mktemp("qwen3tts-tiny")
+    return directory, qwen3tts.write_tiny(directory)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tiny: tuple[Path, Any]) -> Path:
+    return tiny[0]
+
+
+@pytest.fixture(scope="module")
+def snapshot(tiny_dir: Path) -> Path:
+    return tiny_dir / qwen3tts.TINY_DIR
+
+
+@pytest.fixture(scope="module")
+def weights(snapshot: Path) -> SafetensorsFiles:
+    return SafetensorsFiles.open(snapshot, "test")
+
+
+@pytest.fixture(scope="module")
+def converted(snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> ConvertedQwen3TTS:
+    """The tiny snapshot converted with F32 matrices (exact, for numeric comparisons)."""
+    return convert(snapshot, tmp_path_factory.mktemp("converted-f32"), "test", matrix_type="f32")
+
+
+@pytest.fixture(scope="module")
+def tables(converted: ConvertedQwen3TTS) -> dict[str, np.ndarray]:
+    with np.load(converted.tables) as npz:
+        return {name: npz[name] for name in npz.files}
+
+
+@pytest.fixture(scope="module")
+def talker(converted: ConvertedQwen3TTS) -> Iterator[LlamaModel]:
+    model = LlamaModel(
+        converted.talker,
+        resolve_device("cpu", "test"),
+        n_ctx=64,
+        threads=THREADS,
+        where="test",
+        hidden_states=True,
+    )
+    yield model
+    model.close()
+
+
+@pytest.fixture(scope="module")
+def predictor(converted: ConvertedQwen3TTS) -> Iterator[LlamaModel]:
+    model = LlamaModel(
+        converted.code_predictor,
+        resolve_device("cpu", "test"),
+        n_ctx=64,
+        threads=THREADS,
+        where="test",
+        hidden_states=True,
+    )
+    yield model
+    model.close()
+
+
+@pytest.fixture(scope="module")
+def text_tokenizer(converted: ConvertedQwen3TTS) -> Iterator[Any]:
+    llm = llama_cpp.Llama(str(converted.text_tokenizer), vocab_only=True, verbose=False)
+    yield llm
+    llm.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# float64 reference of a Qwen3 decoder stack (what llama.cpp's `qwen3` graph computes)
+
+
+def _rms_norm(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + RMS_EPS) * weight
+
+
+def _rope(x: np.ndarray) -> np.ndarray:
+    """NEOX-style RoPE (rotate halves) at positions 0 … n-1; x: (n, heads, head_dim)."""
+    n, _, head_dim = x.shape
+    inv_freq = ROPE_THETA ** (-np.arange(0, head_dim, 2) / head_dim)  # (head_dim/2,)
+    angles = np.arange(n)[:, None] * inv_freq[None, :]  # (n, head_dim/2)
+    cos = np.concatenate([np.cos(angles)] * 2, axis=-1)[:, None, :]  # (n, 1, head_dim)
+    sin = np.concatenate([np.sin(angles)] * 2, axis=-1)[:, None, :]
+    half = head_dim // 2
+    rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return x * cos + rotated * sin
+
+
+def qwen3_hidden(rows: np.ndarray, weights: SafetensorsFiles, prefix: str) -> np.ndarray:
+    """Final-norm hidden states (n, hidden) of the stack `prefix` for input rows (n, hidden)."""
+    w = {name: weights.get(name).astype(np.float64) for name in weights.names}
+    x = rows.astype(np.float64)  # (n, hidden)
+    n = x.shape[0]
+    layer = 0
+    while f"{prefix}.layers.{layer}.input_layernorm.weight" in w:
+        p = f"{prefix}.layers.{layer}."
+        h = _rms_norm(x, w[p + "input_layernorm.weight"])
+        head_dim = w[p + "self_attn.q_norm.weight"].shape[0]
+        q = (h @ w[p + "self_attn.q_proj.weight"].T).reshape(n, -1, head_dim)  # (n, H, d)
+        k = (h @ w[p + "self_attn.k_proj.weight"].T).reshape(n, -1, head_dim)  # (n, KV, d)
+        v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(n, -1, head_dim)
+        q = _rope(_rms_norm(q, w[p + "self_attn.q_norm.weight"]))
+        k = _rope(_rms_norm(k, w[p + "self_attn.k_norm.weight"]))
+        group = q.shape[1] // k.shape[1]
+        k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)  # (n, H, d)
+        scores = np.einsum("ihd,jhd->hij", q, k) / np.sqrt(head_dim)  # (H, n, n)
+        scores += np.triu(np.full((n, n), -np.inf), 1)  # causal
+        probs = np.exp(scores - scores.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        attn = np.einsum("hij,jhd->ihd", probs, v).reshape(n, -1)  # (n, H*d)
+        x = x + attn @ w[p + "self_attn.o_proj.weight"].T
+        h = _rms_norm(x, w[p + "post_attention_layernorm.weight"])
+        gate = h @ w[p + "mlp.gate_proj.weight"].T
+        up = h @ w[p + "mlp.up_proj.weight"].T
+        x = x + (gate / (1 + np.exp(-gate)) * up) @ w[p + "mlp.down_proj.weight"].T
+        layer += 1
+    return _rms_norm(x, w[f"{prefix}.norm.weight"])
+
+
+def _close(actual: np.ndarray, expected: np.ndarray, tolerance: float) -> None:
+    """Max abs error within `tolerance` x the reference's scale."""
+    scale = float(np.abs(expected).max())
+    error = float(np.abs(actual - expected).max())
+    assert error <= tolerance * scale, f"max |error| {error:.3g} > {tolerance} x {scale:.3g}"
+
+
+# ----------------------------------------------------------------------------------------------
+# The snapshot
+
+
+def test_tiny_snapshot_has_the_official_layout(snapshot: Path, tiny_dir: Path) -> None:
+    names = {str(path.relative_to(snapshot)) for path in snapshot.rglob("*") if path.is_file()}
+    assert names == {
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "vocab.json",
+        "merges.txt",
+        "tokenizer_config.json",
+        "speech_tokenizer/config.json",
+        "speech_tokenizer/configuration.json",
+        "speech_tokenizer/model.safetensors",
+        "speech_tokenizer/preprocessor_config.json",
+    }
+    config = json.loads((snapshot / "config.json").read_text())
+    talker = config["talker_config"]
+    assert config["model_type"] == "qwen3_tts" and config["tts_model_type"] == "custom_voice"
+    assert talker["vocab_size"] == 1056 and talker["code_predictor_config"]["vocab_size"] == 32
+    assert talker["codec_eos_token_id"] == 32 + 102  # 2150 - 2048 + 32
+    assert talker["spk_id"]["ryan"] == 32 + 1013 and talker["spk_id"]["vivian"] == 32 + 1017
+    assert talker["codec_language_id"]["english"] == 34
+    assert talker["spk_is_dialect"]["eric"] == "sichuan_dialect"
+    assert config["tts_pad_token_id"] == 302 and config["im_start_token_id"] == 275
+    assert (tiny_dir / qwen3tts.TINY_BASE_DIR / "config.json").exists()
+
+
+def test_tiny_catalog_entries_parse(tiny: tuple[Path, Any]) -> None:
+    tiny_dir, (models, voices) = tiny
+    catalog = parse_catalog({"models": models, "voices": voices}, tiny_dir / "voices.yaml")
+    spec = catalog.models["qwen3tts-tiny"]
+    assert spec.engine == "qwen3tts" and spec.options == {"max_frames": 12}
+    assert spec.files["model"].path == tiny_dir / qwen3tts.TINY_DIR
+    assert catalog.voices["tiny-qwen3-ryan"].speaker == "ryan"
+    assert catalog.voices["tiny-qwen3-vivian"].languages == ("zh",)
+
+
+def test_weights_are_bf16_and_distinct(weights: SafetensorsFiles, snapshot: Path) -> None:
+    header_length = int.from_bytes((snapshot / "model.safetensors").read_bytes()[:8], "little")
+    header = json.loads((snapshot / "model.safetensors").read_bytes()[8 : 8 + header_length])
+    assert {entry["dtype"] for name, entry in header.items() if name != "__metadata__"} == {"BF16"}
+    norm_a = weights.get("talker.model.layers.0.input_layernorm.weight")
+    norm_b = weights.get("talker.model.layers.0.post_attention_layernorm.weight")
+    assert not np.allclose(norm_a, 1.0) and not np.allclose(norm_a, norm_b)
+    head = weights.get("talker.codec_head.weight")
+    assert not head[134].any() and head[:134].std() > 0.1  # EOS row zero
+    assert np.array_equal(qwen3tts.to_bfloat16(np.array([1.0, -2.5], np.float32)), [0x3F80, 0xC020])
+
+
+def test_full_size_plan_matches_the_release() -> None:
+    """0.6B-CustomVoice: the parameter counts of the real files (docs A1)."""
+    model = sum(int(np.prod(t.shape)) for t in qwen3tts.model_plan(qwen3tts.FULL_0B6_SHAPE))
+    codec = sum(
+        int(np.prod(t.shape)) for t in qwen3tts.speech_tokenizer_plan(qwen3tts.FULL_0B6_SHAPE)
+    )
+    assert 0.9e9 < model < 0.93e9  # 1.83 GB at bf16
+    assert codec == 170_557_441  # 682 MB at fp32, as the released speech_tokenizer
+
+
+# ----------------------------------------------------------------------------------------------
+# Conversion
+
+
+def test_conversion_outputs(converted: ConvertedQwen3TTS, tables: dict[str, np.ndarray]) -> None:
+    config = converted.config
+    assert (config.talker_hidden, config.predictor_hidden, config.num_code_groups) == (32, 16, 4)
+    assert config.speakers["ryan"] == 1045 and config.dialects == {
+        "eric": "sichuan_dialect",
+        "dylan": "beijing_dialect",
+    }
+    assert config.generation["repetition_penalty"] == 1.05 and config.suppressed_from == 32
+    assert config.has_mtp_projection and config.samples_per_frame == 1920
+    assert tables["text_embeddings"].shape == (384, 32)
+    assert tables["predictor_embeddings"].shape == (3, 32, 32)
+    assert tables["predictor_heads"].shape == (3, 32, 16)
+    assert tables["mtp_projection_weight"].shape == (16, 32)
+
+
+def test_folded_text_table_equals_float64(
+    tables: dict[str, np.ndarray], weights: SafetensorsFiles, converted: ConvertedQwen3TTS
+) -> None:
+    def get(name: str) -> np.ndarray:
+        return weights.get(f"talker.text_projection.{name}").astype(np.float64)
+
+    table = weights.get("talker.model.text_embedding.weight").astype(np.float64)
+    hidden = table @ get("linear_fc1.weight").T + get("linear_fc1.bias")
+    hidden = hidden / (1 + np.exp(-hidden))
+    folded = hidden @ get("linear_fc2.weight").T + get("linear_fc2.bias")  # (384, 32)
+    _close(tables["text_embeddings"], folded, 1e-5)
+    config = converted.config
+    _close(tables["tts_pad_embedding"], folded[config.tts_pad_id], 1e-5)
+    _close(tables["tts_eos_embedding"], folded[config.tts_eos_id], 1e-5)
+    codec = weights.get("talker.model.codec_embedding.weight")
+    assert np.array_equal(tables["codec_embeddings"], codec)
+
+
+def test_talker_gguf_matches_float64(
+    talker: LlamaModel, tables: dict[str, np.ndarray], weights: SafetensorsFiles
+) -> None:
+    """Token-embedding input rows for a few codec ids: llama.cpp (F32 matrices, F16 KV cache)
+    against a float64 recomputation of the talker from the safetensors."""
+    rows = tables["codec_embeddings"][[3, 17, 134, 1045]].astype(np.float32)  # (4, 32)
+    talker.reset()
+    logits, hidden = talker.decode_embeddings(rows)
+    expected_hidden = qwen3_hidden(rows, weights, "talker.model")[-1]
+    expected_logits = weights.get("talker.codec_head.weight").astype(np.float64) @ expected_hidden
+    _close(hidden, expected_hidden, 2e-3)
+    _close(logits, expected_logits, 2e-3)
+    talker.reset()  # the same ids as tokens: token_embd is the codec embedding
+    _close(talker.decode([3, 17, 134, 1045]), expected_logits, 2e-3)
+
+
+def test_predictor_gguf_matches_float64(predictor: LlamaModel, weights: SafetensorsFiles) -> None:
+    rows = np.random.default_rng(0).standard_normal((3, 16)).astype(np.float32)
+    predictor.reset()
+    _, hidden = predictor.decode_embeddings(rows)
+    expected = qwen3_hidden(rows, weights, "talker.code_predictor.model")[-1]
+    _close(hidden, expected, 2e-3)
+
+
+def test_text_tokenizer_gguf(text_tokenizer: Any, converted: ConvertedQwen3TTS) -> None:
+    config = converted.config
+    prompt = "<|im_start|>assistant\nHello the world<|im_end|>\n<|im_start|>assistant\n"
+    ids = text_tokenizer.tokenize(prompt.encode(), add_bos=False, special=True)
+    newline = 198  # `Ċ`, as in Qwen2's vocabulary
+    assert ids[:3] == [config.im_start_id, config.assistant_id, newline]
+    assert ids[-5:] == [config.im_end_id, newline, config.im_start_id, config.assistant_id, newline]
+    assert text_tokenizer.n_vocab() == config.text_vocab
+    special = text_tokenizer.tokenize(b"<tts_pad><tts_text_bos><tts_text_eod>", False, True)
+    assert special == [config.tts_pad_id, config.tts_bos_id, config.tts_eos_id]
+
+
+def test_f16_conversion_keeps_predictor_ffn_down_f32(
+    snapshot: Path, tmp_path: Path, tables: dict[str, np.ndarray]
+) -> None:
+    result = convert(snapshot, tmp_path, "test")
+    types = {
+        tensor.name: tensor.tensor_type.name
+        for tensor in gguf.GGUFReader(result.code_predictor).tensors
+    }
+    assert types["blk.0.ffn_down.weight"] == "F32" and types["blk.0.ffn_up.weight"] == "F16"
+    assert types["blk.0.attn_norm.weight"] == "F32"
+    with np.load(result.tables) as npz:
+        assert npz["text_embeddings"].dtype == np.float16
+        assert npz["predictor_heads"].dtype == np.float32
+        _close(npz["text_embeddings"], tables["text_embeddings"], 1e-3)
+
+
+def test_second_convert_reuses_and_changes_rebuild(snapshot: Path, tmp_path: Path) -> None:
+    source = tmp_path / "snapshot"
+    shutil.copytree(snapshot, source)
+    out = tmp_path / "out"
+    assert not convert(source, out, "test").reused
+    stamps = {path.name: path.stat().st_mtime_ns for path in out.iterdir()}
+    assert convert(source, out, "test").reused
+    assert {path.name: path.stat().st_mtime_ns for path in out.iterdir()} == stamps
+    assert not convert(source, out, "test", matrix_type="f32").reused
+    generation = json.loads((source / "generation_config.json").read_text())
+    generation["temperature"] = 0.7
+    (source / "generation_config.json").write_text(json.dumps(generation))
+    result = convert(source, out, "test", matrix_type="f32")
+    assert not result.reused and result.config.generation["temperature"] == 0.7
+    assert not [path for path in out.iterdir() if path.name.endswith(".partial")]
+
+
+def test_missing_tensor_is_named(snapshot: Path, tmp_path: Path) -> None:
+    source = tmp_path / "snapshot"
+    shutil.copytree(snapshot, source)
+    plan = [
+        tensor
+        for tensor in qwen3tts.model_plan(qwen3tts.TINY_SHAPE)
+        if tensor.name != "talker.code_predictor.lm_head.2.weight"
+    ]
+    qwen3tts.write_safetensors(source / "model.safetensors", plan, "BF16", 1)
+    with pytest.raises(ConvertError, match=r"talker.code_predictor.lm_head.2.weight.*download"):
+        convert(source, tmp_path / "out", "model tiny")
+    assert not (tmp_path / "out" / "qwen3tts.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda c: c["talker_config"].pop("codec_bos_id"), r"lacks talker_config.codec_bos_id"),
+        (lambda c: c.update(model_type="qwen2"), r"model_type 'qwen2'"),
+        (lambda c: c.update(tokenizer_type="qwen3_tts_tokenizer_25hz"), r"only the 12 Hz"),
+    ],
+)
+def test_config_errors_name_the_key(
+    snapshot: Path, tmp_path: Path, edit: Any, message: str
+) -> None:
+    source = tmp_path / "snapshot"
+    shutil.copytree(snapshot, source)
+    config = json.loads((source / "config.json").read_text())
+    edit(config)
+    (source / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ConvertError, match=message):
+        convert(source, tmp_path / "out", "model tiny")
+
+
+def test_truncated_weights_are_reported(snapshot: Path, tmp_path: Path) -> None:
+    source = tmp_path / "snapshot"
+    shutil.copytree(snapshot, source)
+    path = source / "model.safetensors"
+    os.truncate(path, path.stat().st_size // 2)
+    with pytest.raises(ConvertError, match=r"model.safetensors is truncated"):
+        convert(source, tmp_path / "out", "model tiny")
+
+
+def test_layer_tensor_map_covers_every_layer_tensor(weights: SafetensorsFiles) -> None:
+    modules = {module for _, module in LAYER_TENSORS}
+    in_file = {
+        name.removeprefix("talker.model.layers.0.").removesuffix(".weight")
+        for name in weights.names
+        if name.startswith("talker.model.layers.0.")
+    }
+    assert in_file == modules
+
+
+# ----------------------------------------------------------------------------------------------
+# Against qwen-tts (the oracle environment)
+
+
+def oracle_python() -> Path:
+    """The oracle venv's Python, created by script/make-qwen-tts-oracle-env when missing."""
+    result = subprocess.run(
+        [str(ROOT / "script" / "make-qwen-tts-oracle-env"), str(ORACLE_VENV)],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if result.returncode != 0:
+        pytest.skip(
+            "no qwen-tts oracle environment (script/make-qwen-tts-oracle-env failed; "
+            f"offline?):\n{result.stdout[-500:]}{result.stderr[-1500:]}"
+        )
+    return ORACLE_VENV / "bin" / "python"
+
+
+def run_oracle(model_dir: Path, out: Path, *args: str) -> dict[str, np.ndarray]:
+    result = subprocess.run(
+        [str(oracle_python()), str(ORACLE_SCRIPT), str(model_dir), str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    print(result.stdout.strip().splitlines()[-1], file=sys.stderr)
+    with np.load(out) as npz:
+        return {name: npz[name] for name in npz.files}
+
+
+@pytest.fixture(scope="module")
+def oracle(snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    out = tmp_path_factory.mktemp("oracle") / "custom_voice.npz"
+    return run_oracle(snapshot, out, "--frames", str(ORACLE_FRAMES))
+
+
+@pytest.mark.slow
+def test_qwen_tts_loads_our_files_without_key_differences(
+    oracle: dict[str, np.ndarray], tiny_dir: Path, tmp_path: Path
+) -> None:
+    assert list(oracle["missing_keys"]) == [] and list(oracle["unexpected_keys"]) == []
+    base = run_oracle(tiny_dir / qwen3tts.TINY_BASE_DIR, tmp_path / "base.npz")
+    assert list(base["missing_keys"]) == [] and list(base["unexpected_keys"]) == []
+
+
+@pytest.mark.slow
+def test_text_tokenizer_matches_qwen_tts(
+    text_tokenizer: Any, oracle: dict[str, np.ndarray]
+) -> None:
+    prompt = f"<|im_start|>assistant\n{oracle['text']}<|im_end|>\n<|im_start|>assistant\n"
+    ids = text_tokenizer.tokenize(prompt.encode(), add_bos=False, special=True)
+    assert ids == oracle["input_ids"].tolist()
+
+
+def prefill_rows(
+    ids: np.ndarray, tables: dict[str, np.ndarray], converted: ConvertedQwen3TTS, speaker: str
+) -> np.ndarray:
+    """The non-streaming CustomVoice prefill (docs A4, english, no instruct) from our tables."""
+    config = converted.config
+    text, codec = tables["text_embeddings"], tables["codec_embeddings"]
+    pad, bos, eos = (tables[f"tts_{name}_embedding"] for name in ("pad", "bos", "eos"))
+    prefix = [
+        config.codec_think_id,
+        config.codec_think_bos_id,
+        config.languages["english"],
+        config.codec_think_eos_id,
+        config.speakers[speaker],
+        config.codec_pad_id,
+    ]
+    text_side = np.stack([pad] * (len(prefix) - 1) + [bos])  # (6, H)
+    body = text[ids[3:-5]] + codec[config.codec_pad_id]  # (n, H)
+    return np.concatenate(
+        [
+            text[ids[:3]],  # role: <|im_start|> assistant \n
+            text_side + codec[prefix],
+            body,
+            (eos + codec[config.codec_pad_id])[None],
+            (pad + codec[config.codec_bos_id])[None],
+        ]
+    )
+
+
+@pytest.mark.slow
+def test_tables_rebuild_qwen_tts_inputs(
+    oracle: dict[str, np.ndarray], tables: dict[str, np.ndarray], converted: ConvertedQwen3TTS
+) -> None:
+    prefill = prefill_rows(oracle["input_ids"], tables, converted, str(oracle["speaker"]))
+    _close(prefill, oracle["prefill_embeddings"], 1e-5)
+    codes = oracle["codes"]  # (F, G)
+    for frame, step in enumerate(oracle["step_embeddings"]):
+        row = tables["codec_embeddings"][codes[frame, 0]] + tables["tts_pad_embedding"]
+        for i in range(1, codes.shape[1]):
+            row = row + tables["predictor_embeddings"][i - 1, codes[frame, i]]
+        _close(row, step, 1e-5)
+
+
+@pytest.mark.slow
+def test_talker_gguf_reproduces_qwen_tts(
+    talker: LlamaModel, oracle: dict[str, np.ndarray], converted: ConvertedQwen3TTS
+) -> None:
+    """Logits and hidden states step by step, and the greedy code 0 after qwen-tts's logits
+    processing (repetition penalty, suppressed specials, no EOS in the first 2 steps)."""
+    config = converted.config
+    penalty = float(oracle["repetition_penalty"])
+    talker.reset()
+    inputs = [oracle["prefill_embeddings"], *oracle["step_embeddings"][:, None, :]]
+    history: list[int] = []
+    for step, rows in enumerate(inputs):
+        logits, hidden = talker.decode_embeddings(rows.astype(np.float32))
+        _close(logits, oracle["talker_logits"][step], 2e-3)
+        _close(hidden, oracle["talker_hidden"][step], 2e-3)
+        scores = logits.astype(np.float64)
+        for code in set(history):
+            scores[code] = scores[code] / penalty if scores[code] > 0 else scores[code] * penalty
+        banned = np.arange(config.suppressed_from, config.talker_vocab)
+        scores[banned[banned != config.codec_eos_id]] = -np.inf
+        if step < 2:
+            scores[config.codec_eos_id] = -np.inf
+        code = int(np.argmax(scores))
+        if step < len(oracle["codes"]):
+            assert code == oracle["codes"][step, 0]
+        history.append(code)
+
+
+@pytest.mark.slow
+def test_predictor_gguf_reproduces_qwen_tts(
+    predictor: LlamaModel, oracle: dict[str, np.ndarray], tables: dict[str, np.ndarray]
+) -> None:
+    def project(rows: np.ndarray) -> np.ndarray:
+        return rows @ tables["mtp_projection_weight"].T + tables["mtp_projection_bias"]
+
+    codes = oracle["codes"][0]  # frame 0: (G,)
+    inputs = oracle["predictor_inputs"]  # (2, Hp): [talker hidden, code 0], projected
+    _close(inputs[0], project(oracle["talker_hidden"][0]), 1e-5)
+    _close(inputs[1], project(tables["codec_embeddings"][codes[0]]), 1e-5)
+    predictor.reset()
+    rows = inputs
+    for i in range(len(codes) - 1):
+        _, hidden = predictor.decode_embeddings(rows.astype(np.float32))
+        _close(hidden, oracle["predictor_hidden"][i], 2e-3)
+        logits = tables["predictor_heads"][i] @ hidden
+        _close(logits, oracle["predictor_logits"][i], 2e-3)
+        assert int(np.argmax(logits)) == codes[i + 1]
+        rows = project(tables["predictor_embeddings"][i, codes[i + 1]])[None]
+
+
+@pytest.mark.slow
+def test_decoder_audio_is_neither_constant_nor_clipped(oracle: dict[str, np.ndarray]) -> None:
+    pcm = oracle["pcm"]  # (F * 1920,)
+    assert pcm.shape == (ORACLE_FRAMES * qwen3tts.SAMPLES_PER_FRAME,)
+    frames = pcm.reshape(ORACLE_FRAMES, -1)
+    assert frames.std(axis=1).min() > 0.02
+    assert np.mean(np.abs(pcm) > 0.99) < 0.01
