@@ -15,6 +15,7 @@ Tensor names and shapes follow llama.cpp's loaders (`src/models/llama.cpp`, `qwe
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -258,6 +259,14 @@ def _tensor_plan(shape: LmShape) -> list[_Tensor]:
     if shape.rope_freqs:
         plan.append(_Tensor("rope_freqs.weight", (head_dim // 2,), "ones"))
     return plan
+
+
+def toy_size(shape: LmShape) -> LmShape:
+    """`shape` at toy size (the same tensor kinds, vocabulary and hyper-parameters; 2 tiny layers):
+    what tests load in a fraction of a second."""
+    return dataclasses.replace(
+        shape, n_embd=64, n_layer=2, n_head=4, n_head_kv=2, head_dim=16, n_ff=128
+    )
 
 
 def write_lm_gguf(

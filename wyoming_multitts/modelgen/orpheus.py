@@ -18,7 +18,7 @@ from typing import Any
 import gguf
 
 from .files import CatalogEntries, atomic_path
-from .gguf_lm import LmShape, Vocab, byte_level_vocab, quantize_gguf, write_lm_gguf
+from .gguf_lm import LmShape, Vocab, byte_level_vocab, quantize_gguf, toy_size, write_lm_gguf
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -97,21 +97,7 @@ ORPHEUS_3B_SHAPE = LmShape(
 )
 """Orpheus-3B-0.1-ft (a Llama-3.2-3B-Instruct finetune); docs perf-anchors §2."""
 
-ORPHEUS_TINY_SHAPE = LmShape(
-    arch="llama",
-    n_vocab=ORPHEUS_N_VOCAB,
-    n_embd=64,
-    n_layer=2,
-    n_head=4,
-    n_head_kv=2,
-    head_dim=16,
-    n_ff=128,
-    rope_base=500_000.0,
-    rms_eps=1e-5,
-    tied_embeddings=False,
-    rope_freqs=True,
-    n_ctx_train=131_072,
-)
+ORPHEUS_TINY_SHAPE = toy_size(ORPHEUS_3B_SHAPE)
 """The same graph at toy size: every tensor kind of the 3B model, 20 M params (mostly the
 156 940-row embedding and head), a 40 MB F16 file."""
 

@@ -19,7 +19,7 @@ import gguf
 
 from ..engines.outetts_prompt import PUNCTUATION_TOKENS, SPEAKERS_DIR
 from .files import CatalogEntries, atomic_path
-from .gguf_lm import LmShape, Vocab, byte_level_vocab, quantize_gguf, write_lm_gguf
+from .gguf_lm import LmShape, Vocab, byte_level_vocab, quantize_gguf, toy_size, write_lm_gguf
 from .wavtokenizer import write_full_wavtokenizer, write_tiny_wavtokenizer
 
 _LOGGER = logging.getLogger(__name__)
@@ -142,21 +142,7 @@ OUTETTS_500M_SHAPE = LmShape(
 )
 """OuteTTS-0.2/0.3-500M (Qwen2.5-0.5B body, tied head): 0.499 B params; docs perf-anchors §3."""
 
-OUTETTS_TINY_SHAPE = LmShape(
-    arch="qwen2",
-    n_vocab=OUTETTS_N_VOCAB,
-    n_embd=64,
-    n_layer=2,
-    n_head=4,
-    n_head_kv=2,
-    head_dim=16,
-    n_ff=128,
-    rope_base=1_000_000.0,
-    rms_eps=1e-6,
-    tied_embeddings=True,
-    qkv_bias=True,
-    n_ctx_train=32_768,
-)
+OUTETTS_TINY_SHAPE = toy_size(OUTETTS_500M_SHAPE)
 """The same graph at toy size: 10 M params (almost all the tied 157 696-row embedding), 20 MB."""
 
 # ----------------------------------------------------------------------------------------------
