@@ -1,0 +1,65 @@
+"""`script/benchmark` end to end in its quick default mode: tiny real models, the real server.
+
+Only the report's shape and that its numbers are positive are checked: speed depends on the
+machine and its load, so no test asserts a timing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARK_TIMEOUT = 600
+"""Seconds the tiny benchmark may take on 2 busy cores (usually well under a minute)."""
+TINY_VOICES = {  # voice → model; the first two voices of every benchmarked model
+    "tiny-tara": "orpheus-tiny",
+    "tiny-leo": "orpheus-tiny",
+    "tiny-oute2-en-male-1": "outetts-0.2-tiny",
+    "tiny-oute3-en-male-1": "outetts-0.3-tiny",
+    "tiny-oute3-fr-female-1": "outetts-0.3-tiny",
+}
+MODES = ("plain", "streaming")
+FIRST_WINDOW_FRAMES = {"orpheus-tiny": 3, "outetts-0.2-tiny": 30, "outetts-0.3-tiny": 30}
+"""First streamed window: Orpheus 1 + 2 frames of lookahead; OuteTTS 10 + 20 codes."""
+
+
+def test_tiny_benchmark_reports_every_voice_and_mode(tmp_path: Path) -> None:
+    json_path = tmp_path / "bench.json"
+    result = subprocess.run(
+        [
+            str(ROOT / "script" / "benchmark"),
+            "--runs=1",
+            "--voices-limit=2",
+            "--threads=2",
+            f"--json={json_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=BENCHMARK_TIMEOUT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    markdown = result.stdout
+    for heading in ("## Raw ceiling", "## Server over Wyoming", "## Goals"):
+        assert heading in markdown
+    for voice, model in TINY_VOICES.items():
+        for mode in MODES:
+            # one row in the server table, one in the goals table
+            assert markdown.count(f"| {model} | {voice} | {mode} |") == 2, (voice, mode)
+
+    report = json.loads(json_path.read_text())
+    rows = {(row["voice"], row["mode"]): row for row in report["rows"]}
+    assert set(rows) == {(voice, mode) for voice in TINY_VOICES for mode in MODES}
+    for row in rows.values():
+        assert row["model"] == TINY_VOICES[row["voice"]] and len(row["requests"]) == 1
+        summary = row["summary"]
+        assert summary["tokens"] <= 140  # the benchmark's default max_tokens caps every request
+        numbers = {key: value for key, value in summary.items() if key != "clean_runs"}
+        assert all(value > 0 for value in numbers.values()), summary
+    for model, frames in FIRST_WINDOW_FRAMES.items():
+        ceiling = report["ceilings"][model]
+        assert ceiling["first_window_frames"] == frames and ceiling["codec"]["audio_s"] > 0
+        assert len(ceiling["runs"]) == 1 and ceiling["runs"][0]["decode_tok_s"] > 0

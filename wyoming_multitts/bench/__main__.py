@@ -1,0 +1,270 @@
+"""Command line: `script/benchmark [--full-size] [--models-dir DIR] [--threads N] [--runs N]
+[--max-tokens N] [--text TEXT] [--voices-limit N] [--json FILE]`.
+
+Run order: models; the server and, per model, a warm-up request (it loads the model); the raw
+ceiling worker; then `--runs` rounds of every voice × mode on a fresh connection followed by one
+raw run with the prompt lengths the server reported; last, the first codec window. Markdown goes
+to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from types import FrameType
+from typing import Sequence
+
+from ..__main__ import configure_thread_pools
+from .ceiling_process import CeilingProcess
+from .client import MODES, PLAIN, timed_request
+from .machine import cpu_clock, describe_machine, load_average, others_cores
+from .models import (
+    BENCH_CATALOG,
+    BenchError,
+    benchmarked_voices,
+    ensure_models,
+    write_bench_catalog,
+)
+from .report import BenchSettings, Report, render_markdown, report_json
+from .results import Ceiling, RequestRecord, Row, WarmUp
+from .server import BenchServer
+
+_LOGGER = logging.getLogger("wyoming_multitts.bench")
+
+DEFAULT_MODELS_DIR = Path(__file__).resolve().parents[2] / "local" / "benchmark-models"
+"""Where `--full-size` keeps its models between runs (git-ignored)."""
+DEFAULT_TEXT = "The living room lights are off, and the front door is locked."
+"""A typical Home Assistant answer: one sentence, one text piece."""
+DEFAULT_MAX_TOKENS = 140
+"""Orpheus: 20 SNAC frames ≈ 1.7 s of audio (≈ 26 s a request at 5.4 tok/s); OuteTTS: 140 codes ≈
+1.9 s."""
+DEFAULT_RUNS = 3
+DEFAULT_VOICES_LIMIT = 1
+"""Voices of a model differ only in the speaker name of the prompt, so one is usually enough."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (`--help` lists it)."""
+    parser = argparse.ArgumentParser(
+        prog="script/benchmark",
+        description="Time the server over Wyoming next to the raw llama.cpp and codec ceiling.",
+    )
+    parser.add_argument(
+        "--full-size",
+        action="store_true",
+        help="full-size random models (Orpheus-3B Q4_K_M, 2.4 GB; built once, minutes) "
+        "instead of tiny ones in a temporary folder",
+    )
+    parser.add_argument(
+        "--models-dir",
+        type=Path,
+        metavar="DIR",
+        default=DEFAULT_MODELS_DIR,
+        help=f"where --full-size keeps its models (default: {DEFAULT_MODELS_DIR})",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        default=os.cpu_count() or 1,
+        help="threads for llama.cpp and torch, server and ceiling (default: all cores)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=DEFAULT_RUNS,
+        metavar="N",
+        help=f"timed runs per row (default {DEFAULT_RUNS})",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        default=DEFAULT_MAX_TOKENS,
+        help=f"tokens generated per request (default {DEFAULT_MAX_TOKENS}: random weights "
+        "rarely stop on their own)",
+    )
+    parser.add_argument("--text", default=DEFAULT_TEXT, help="the text every request speaks")
+    parser.add_argument(
+        "--voices-limit",
+        type=int,
+        metavar="N",
+        default=DEFAULT_VOICES_LIMIT,
+        help=f"voices benchmarked per model (default {DEFAULT_VOICES_LIMIT})",
+    )
+    parser.add_argument(
+        "--json", type=Path, metavar="FILE", help="also write every raw number to this file"
+    )
+    return parser
+
+
+Records = dict[tuple[str, str, str], list[RequestRecord]]
+"""(model, voice, mode) → its timed requests."""
+
+
+def _cores(value: float | None) -> str:
+    return "?" if value is None else f"{value:.2f}"
+
+
+async def timed_server_request(
+    server: BenchServer, ceiling: CeilingProcess, voice: str, mode: str, text: str
+) -> RequestRecord:
+    """One request on a fresh connection, its stats lines and the disturbance meanwhile."""
+    ours = [server.pid, ceiling.pid]
+    clock = cpu_clock(ours)
+    timing = await timed_request(server.port, mode, text, voice)
+    others = others_cores(clock, cpu_clock(ours))
+    pieces = server.new_stats()
+    if not pieces:
+        raise BenchError(f"no stats line for {voice} {mode} in {server.log_path}")
+    return RequestRecord(timing, pieces, others)
+
+
+def _prompt_lengths(records: Records) -> set[int]:
+    """Prompt lengths of the first text pieces the server has seen."""
+    return {r.pieces[0].prompt_tokens for requests in records.values() for r in requests}
+
+
+async def measure_model(
+    server: BenchServer, catalog: Path, model: str, voices: list[str], settings: BenchSettings
+) -> tuple[WarmUp, Records, Ceiling]:
+    """Warm-up, then `runs` rounds of every voice × mode through the server and one raw run.
+
+    Raw runs alternate with server requests so both see the machine in the same state.
+    """
+    _LOGGER.info("%s: warm-up request (loads the model)", model)
+    timing = await timed_request(server.port, PLAIN, settings.text, voices[0])
+    server.new_stats()  # not part of the medians
+    warmup = WarmUp(server.load_seconds(model), timing)
+    _LOGGER.info("%s: starting the raw ceiling (llama.cpp C API)", model)
+    ceiling = await asyncio.to_thread(
+        CeilingProcess, catalog, model, settings.threads, settings.max_tokens
+    )
+    records: Records = {}
+    try:
+        for run in range(1, settings.runs + 1):
+            for voice in voices:
+                for mode in MODES:
+                    record = await timed_server_request(server, ceiling, voice, mode, settings.text)
+                    records.setdefault((model, voice, mode), []).append(record)
+                    _LOGGER.info(
+                        "run %d/%d %s %s: TTFA %.2f s, total %.2f s, %.1f tok/s; others %s cores",
+                        run,
+                        settings.runs,
+                        voice,
+                        mode,
+                        record.timing.ttfa_s,
+                        record.timing.total_s,
+                        record.decode_tok_s,
+                        _cores(record.others_cores),
+                    )
+            raw = await asyncio.to_thread(ceiling.run, _prompt_lengths(records))
+            _LOGGER.info(
+                "run %d/%d raw: %.1f tok/s; others %s cores",
+                run,
+                settings.runs,
+                raw["decode_tok_s"],
+                _cores(raw["others_cores"]),
+            )
+        _LOGGER.info("%s: timing the first codec window", model)
+        result = await asyncio.to_thread(ceiling.finish)
+    finally:
+        ceiling.stop()
+    return warmup, records, Ceiling.from_json(result)
+
+
+async def measure(
+    server: BenchServer, catalog: Path, voices: dict[str, list[str]], settings: BenchSettings
+) -> dict[str, tuple[WarmUp, Records, Ceiling]]:
+    """`measure_model` for every benchmarked model, one after the other."""
+    return {
+        model: await measure_model(server, catalog, model, model_voices, settings)
+        for model, model_voices in voices.items()
+    }
+
+
+def run_benchmark(settings: BenchSettings, work: Path) -> Report:
+    """Models, then server and raw ceiling: everything `main` reports."""
+    models_dir = settings.models_dir if settings.full_size else work / "models"
+    source = ensure_models(settings.size, models_dir, settings.threads)
+    catalog = write_bench_catalog(source, work / BENCH_CATALOG, settings.max_tokens)
+    voices = benchmarked_voices(catalog, settings.voices_limit)
+
+    load_start = load_average()
+    clock = cpu_clock()
+    server = BenchServer(catalog.path, settings.threads, work / "server.log")
+    try:
+        results = asyncio.run(measure(server, catalog.path, voices, settings))
+    except BenchError as err:
+        raise BenchError(f"{err}\n--- end of the server log:\n{server.log_tail()}") from err
+    finally:
+        server.stop()
+    return Report(
+        settings=settings,
+        machine=describe_machine(),
+        load_averages={"start": load_start, "end": load_average()},
+        others_cores=others_cores(clock, cpu_clock()),
+        warmups={model: warmup for model, (warmup, _, _) in results.items()},
+        ceilings={model: ceiling for model, (_, _, ceiling) in results.items()},
+        rows=[
+            Row(model, voice, mode, requests, ceiling)
+            for model, (_, records, ceiling) in results.items()
+            for (_, voice, mode), requests in records.items()
+        ],
+    )
+
+
+def parse_settings(argv: Sequence[str] | None) -> BenchSettings:
+    """Parse the command line into `BenchSettings` (exits with a hint on errors)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if min(args.threads, args.runs, args.max_tokens, args.voices_limit) < 1:
+        parser.error("--threads, --runs, --max-tokens and --voices-limit must be at least 1")
+    return BenchSettings(
+        full_size=args.full_size,
+        models_dir=args.models_dir,
+        threads=args.threads,
+        runs=args.runs,
+        max_tokens=args.max_tokens,
+        text=args.text,
+        voices_limit=args.voices_limit,
+        json_path=args.json,
+    )
+
+
+def _exit_on_signal(signum: int, _frame: FrameType | None) -> None:
+    sys.exit(f"benchmark stopped by signal {signum}")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the benchmark; print the Markdown report, write the JSON one if asked."""
+    settings = parse_settings(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    # The server sets these pools itself; the ceiling process inherits them from here, so both
+    # run llama.cpp and torch with the same thread settings.
+    configure_thread_pools(settings.threads)
+    # SIGTERM unwinds like an error, so the server and the ceiling worker are stopped too
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    try:
+        with tempfile.TemporaryDirectory(prefix="wyoming-multitts-bench-") as work:
+            report = run_benchmark(settings, Path(work))
+    except BenchError as err:
+        sys.exit(f"benchmark failed: {err}")
+    print(render_markdown(report), end="")
+    if settings.json_path:
+        settings.json_path.write_text(
+            json.dumps(report_json(report), indent=2) + "\n", encoding="utf-8"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The models a benchmark runs: random models from `modelgen`, and the benchmark's own catalog."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..catalog import Catalog, load_catalog
+
+_LOGGER = logging.getLogger(__name__)
+
+GENERATED_CATALOG = "voices.yaml"
+"""The catalog `python -m wyoming_multitts.modelgen SIZE DIR` writes next to the models."""
+BENCH_CATALOG = "benchmark-voices.yaml"
+"""The benchmark's copy of it: absolute paths and the benchmark's `max_tokens`."""
+BENCHMARKED_ENGINES = ("orpheus", "outetts")
+"""Engines whose models get a raw ceiling (`ceiling.CODEC_WINDOWS` knows their codec)."""
+
+
+class BenchError(RuntimeError):
+    """The benchmark cannot go on; the message says why and what to look at."""
+
+
+def ensure_models(size: str, directory: Path, threads: int) -> Path:
+    """Random `size` ("tiny"/"full-size") models in `directory`, built unless all there already."""
+    catalog = directory / GENERATED_CATALOG
+    if catalog.is_file() and _files_present(load_catalog(catalog)):
+        _LOGGER.info("Using the models in %s", directory)
+        return catalog
+    _LOGGER.info("Writing %s random models into %s (full-size: minutes)", size, directory)
+    command = [sys.executable, "-m", "wyoming_multitts.modelgen", size, str(directory)]
+    # its summary line goes to stderr with our progress: stdout carries only the report
+    result = subprocess.run([*command, "--threads", str(threads)], stdout=sys.stderr, check=False)
+    if result.returncode != 0:
+        raise BenchError(f"`{' '.join(command)}` failed with exit code {result.returncode}")
+    return catalog
+
+
+def _files_present(catalog: Catalog) -> bool:
+    return all(
+        ref.path is not None and ref.path.exists()
+        for model in catalog.models.values()
+        for ref in model.files.values()
+    )
+
+
+def write_bench_catalog(source: Path, destination: Path, max_tokens: int) -> Catalog:
+    """Copy catalog `source` to `destination` with `max_tokens` for every model; return it.
+
+    Random weights rarely sample a stop token, so every request generates exactly `max_tokens`
+    tokens: the cap fixes the work per request.
+    """
+    doc: dict[str, Any] = yaml.safe_load(source.read_text(encoding="utf-8"))
+    for model in doc["models"].values():
+        model["options"] = {**model.get("options", {}), "max_tokens": max_tokens}
+        for ref in model["files"].values():
+            if "path" in ref:
+                ref["path"] = str((source.parent / ref["path"]).resolve())
+    destination.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return load_catalog(destination)
+
+
+def benchmarked_voices(catalog: Catalog, voices_per_model: int) -> dict[str, list[str]]:
+    """Model name → its first `voices_per_model` voices, per model of a benchmarked engine."""
+    chosen: dict[str, list[str]] = {}
+    for voice in catalog.voices.values():
+        if catalog.models[voice.model].engine not in BENCHMARKED_ENGINES:
+            continue
+        voices = chosen.setdefault(voice.model, [])
+        if len(voices) < voices_per_model:
+            voices.append(voice.name)
+    if not chosen:
+        raise BenchError(f"{catalog.path}: no voices of {', '.join(BENCHMARKED_ENGINES)}")
+    return chosen

@@ -1,0 +1,216 @@
+"""The benchmark report: Markdown for people (stdout), JSON with every raw number (`--json`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .machine import Machine
+from .results import (
+    DECODE_RATIO_GOAL,
+    DISTURBED_CORES,
+    FIRST_AUDIO_RATIO_GOAL,
+    Ceiling,
+    Row,
+    WarmUp,
+)
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """What the command line asked for."""
+
+    full_size: bool
+    """Full-size random models (cached in `models_dir`) instead of tiny ones."""
+    models_dir: Path
+    threads: int
+    runs: int
+    """Timed requests per voice and mode, and raw-ceiling runs."""
+    max_tokens: int
+    """Tokens generated per request (the catalog's `max_tokens` for every model)."""
+    text: str
+    voices_limit: int
+    """Voices benchmarked per model."""
+    json_path: Path | None
+
+    @property
+    def size(self) -> str:
+        """`tiny` or `full-size`, as `modelgen` names them."""
+        return "full-size" if self.full_size else "tiny"
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one benchmark run found."""
+
+    settings: BenchSettings
+    machine: Machine
+    load_averages: dict[str, tuple[float, float, float]]
+    """"start" and "end" of the measurements → 1, 5 and 15-minute load averages."""
+    others_cores: float | None
+    """Cores other processes kept busy during the measurements, on average."""
+    warmups: dict[str, WarmUp]
+    ceilings: dict[str, Ceiling]
+    rows: list[Row]
+
+
+def _num(value: float) -> str:
+    """Three significant digits: 26.3, 5.41, 0.0123."""
+    return f"{value:.3g}"
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return " / ".join(f"{value:.2f}" for value in load)
+
+
+def _goal(ratio: float, met: bool) -> str:
+    return f"{ratio:.2f} ({'met' if met else 'missed'})"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def render_markdown(report: Report) -> str:
+    """The report as Markdown: settings and machine, raw ceiling, server table, goal ratios."""
+    s, m = report.settings, report.machine
+    versions = ", ".join(f"{name} {version}" for name, version in m.versions.items())
+    lines = [
+        "# wyoming-multitts benchmark",
+        "",
+        f"- Models: {s.size} random-weight models; max_tokens {s.max_tokens} per request; "
+        f"runs per row: {s.runs}; threads: {s.threads}",
+        f'- Text ({len(s.text)} characters): "{s.text}"',
+        f"- Machine: {m.cpu}, {m.cores} cores, {m.ram_gib:.1f} GiB RAM; Python {m.python}; "
+        f"{versions}",
+        "- Load average (1 / 5 / 15 min): "
+        + "; ".join(f"{phase} {_load(load)}" for phase, load in report.load_averages.items()),
+    ]
+    others = "?" if report.others_cores is None else f"{report.others_cores:.2f}"
+    lines.append(f"- Other processes kept {others} cores busy on average meanwhile")
+    lines += [f"- llama.cpp {name}: {c.system_info}" for name, c in report.ceilings.items()]
+
+    lines += ["", "## Raw ceiling (llama.cpp C API, greedy; the engine's codec)", ""]
+    ceiling_rows = []
+    for name, c in report.ceilings.items():
+        for prompt_tokens in sorted(c.prefill_s):
+            ceiling_rows.append(
+                [
+                    name,
+                    _num(c.load_s),
+                    str(prompt_tokens),
+                    _num(c.prefill_tok_s(prompt_tokens)),
+                    _num(c.decode_tok_s),
+                    c.clean_runs,
+                    f"{c.codec_window_frames} frames: {_num(c.codec_window_s)} s"
+                    + (" (disturbed)" if c.codec_disturbed else ""),
+                    _num(c.codec_window_s / c.codec_window_audio_s),
+                ]
+            )
+    header = ["model", "load s", "prompt tokens", "prefill tok/s", "decode tok/s", "clean runs"]
+    lines += _table(header + ["codec first window", "codec s per audio s"], ceiling_rows)
+
+    lines += [
+        "",
+        "## Server over Wyoming",
+        "",
+        "Medians of the clean runs: those during which other processes kept at most "
+        f"{DISTURBED_CORES} cores busy (all runs if none was clean).",
+        "",
+    ]
+    for name, warmup in report.warmups.items():
+        loaded = "?" if warmup.load_s is None else _num(warmup.load_s)
+        lines.append(
+            f"- {name}: model load {loaded} s; warm-up request TTFA "
+            f"{_num(warmup.timing.ttfa_s)} s, total {_num(warmup.timing.total_s)} s"
+        )
+    lines.append("")
+    summaries = [(row, row.summary()) for row in report.rows]
+    lines += _table(
+        [
+            "model",
+            "voice",
+            "mode",
+            "clean runs",
+            "TTFA s",
+            "total s",
+            "audio s",
+            "RTF",
+            "decode tok/s",
+            "prefill tok/s",
+            "codec s per audio s",
+            "raw prefill tok/s",
+            "raw decode tok/s",
+        ],
+        [
+            [row.model, row.voice, row.mode, x["clean_runs"]]
+            + [
+                _num(x[key])
+                for key in (
+                    "ttfa_s",
+                    "total_s",
+                    "audio_s",
+                    "rtf",
+                    "server_decode_tok_s",
+                    "server_prefill_tok_s",
+                    "codec_s_per_audio_s",
+                    "raw_prefill_tok_s",
+                    "raw_decode_tok_s",
+                )
+            ]
+            for row, x in summaries
+        ],
+    )
+
+    lines += ["", "## Goals", ""]
+    lines += _table(
+        [
+            "model",
+            "voice",
+            "mode",
+            f"server decode / raw decode (goal ≥ {DECODE_RATIO_GOAL})",
+            "ideal first audio s",
+            f"TTFA / ideal (goal ≤ {FIRST_AUDIO_RATIO_GOAL})",
+        ],
+        [
+            [
+                row.model,
+                row.voice,
+                row.mode,
+                _goal(x["decode_ratio"], x["decode_ratio"] >= DECODE_RATIO_GOAL),
+                _num(x["ideal_first_audio_s"]),
+                _goal(x["first_audio_ratio"], x["first_audio_ratio"] <= FIRST_AUDIO_RATIO_GOAL),
+            ]
+            for row, x in summaries
+        ],
+    )
+    return "\n".join(lines) + "\n"
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """Every number of the run: settings, machine, ceilings, each request and each row's medians."""
+    return {
+        "settings": {
+            **dataclasses.asdict(report.settings),
+            "models_dir": str(report.settings.models_dir),
+            "json_path": str(report.settings.json_path),
+        },
+        "machine": dataclasses.asdict(report.machine),
+        "load_averages": report.load_averages,
+        "others_cores": report.others_cores,
+        "warmups": {name: dataclasses.asdict(w) for name, w in report.warmups.items()},
+        "ceilings": {name: c.raw for name, c in report.ceilings.items()},
+        "rows": [
+            {
+                "model": row.model,
+                "voice": row.voice,
+                "mode": row.mode,
+                "summary": row.summary(),
+                "requests": [dataclasses.asdict(r) for r in row.requests],
+            }
+            for row in report.rows
+        ],
+    }

@@ -1,0 +1,188 @@
+"""The benchmark's numbers: the raw ceiling, each timed request, and the medians per table row.
+
+Goal ratios (set by the project):
+* `server decode / raw decode` ≥ 0.95: the server's token loop (sampling, Python, the codec
+  sharing the cores) costs at most 5 % of llama.cpp's own speed;
+* `TTFA / ideal first audio` ≤ 1.2, where ideal = raw prefill of the same prompt + the tokens of
+  the first streamed window at the raw decode rate + one first-window codec decode.
+
+On a shared machine another process that takes one of two cores slows llama.cpp's 2-thread
+decode several-fold (its threads wait for each other at every step), so each run records how
+many cores other processes kept busy, and medians use the undisturbed runs when there are any.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Sequence, TypeVar
+
+from .client import RequestTiming
+from .server import PieceStats
+
+DECODE_RATIO_GOAL = 0.95
+"""Server decode tok/s over raw decode tok/s must be at least this."""
+FIRST_AUDIO_RATIO_GOAL = 1.2
+"""Measured time to first audio over the ideal must be at most this."""
+DISTURBED_CORES = 0.1
+"""A run during which other processes kept more cores than this busy (on average) is disturbed."""
+
+T = TypeVar("T")
+
+
+def is_disturbed(others_cores: float | None) -> bool:
+    """Whether other processes took enough CPU to skew a run (unknown counts as undisturbed)."""
+    return others_cores is not None and others_cores > DISTURBED_CORES
+
+
+def undisturbed(items: Sequence[T], others: Sequence[float | None]) -> list[T]:
+    """The items whose run was not disturbed; all of them if every run was."""
+    clean = [item for item, cores in zip(items, others) if not is_disturbed(cores)]
+    return clean or list(items)
+
+
+def count_undisturbed(others: Sequence[float | None]) -> str:
+    """`2/3`: undisturbed runs of all."""
+    return f"{sum(not is_disturbed(cores) for cores in others)}/{len(others)}"
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """Raw llama.cpp and codec figures of one model (medians of the undisturbed `ceiling` runs)."""
+
+    load_s: float
+    prefill_s: dict[int, float]
+    """Prompt length in tokens → seconds to prefill it."""
+    decode_tok_s: float
+    clean_runs: str
+    """Undisturbed runs of all, e.g. `2/3`."""
+    codec_window_s: float
+    """One decode of the first streamed window."""
+    codec_disturbed: bool
+    codec_window_frames: int
+    codec_window_audio_s: float
+    frame_tokens: int
+    system_info: str
+    raw: dict[str, Any]
+    """Everything the `ceiling` process printed, per-run values included."""
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> "Ceiling":
+        """Medians of what the `ceiling` worker printed (`CeilingProcess.finish`)."""
+        runs = raw["runs"]
+        others = [run["others_cores"] for run in runs]
+        lengths = {length for run in runs for length in run["prefill_s"]}
+        prefill_s = {
+            int(length): statistics.median(
+                undisturbed(
+                    [run["prefill_s"][length] for run in runs if length in run["prefill_s"]],
+                    [run["others_cores"] for run in runs if length in run["prefill_s"]],
+                )
+            )
+            for length in lengths
+        }
+        return cls(
+            load_s=raw["load_s"],
+            prefill_s=prefill_s,
+            decode_tok_s=statistics.median(
+                undisturbed([run["decode_tok_s"] for run in runs], others)
+            ),
+            clean_runs=count_undisturbed(others),
+            codec_window_s=statistics.median(raw["codec"]["window_s_runs"]),
+            codec_disturbed=is_disturbed(raw["codec"]["others_cores"]),
+            codec_window_frames=raw["first_window_frames"],
+            codec_window_audio_s=raw["codec"]["audio_s"],
+            frame_tokens=raw["frame_tokens"],
+            system_info=raw["system_info"],
+            raw=raw,
+        )
+
+    def prefill_tok_s(self, prompt_tokens: int) -> float:
+        """Raw prefill speed for a prompt of this length."""
+        return prompt_tokens / self.prefill_s[prompt_tokens]
+
+    def ideal_first_audio_s(self, prompt_tokens: int) -> float:
+        """Prefill + the first window's tokens at the raw decode rate + one window of the codec."""
+        window_tokens = self.frame_tokens * self.codec_window_frames
+        return (
+            self.prefill_s[prompt_tokens] + window_tokens / self.decode_tok_s + self.codec_window_s
+        )
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One timed request, the engine's stats lines for its text pieces, and the disturbance."""
+
+    timing: RequestTiming
+    pieces: list[PieceStats]
+    others_cores: float | None
+    """Cores other processes (not the server, not the benchmark) kept busy meanwhile."""
+
+    @property
+    def decode_tok_s(self) -> float:
+        """Tokens per second of the server's decode loop, codec time excluded."""
+        return sum(p.tokens for p in self.pieces) / sum(p.decode_s for p in self.pieces)
+
+    @property
+    def prefill_tok_s(self) -> float:
+        """Prompt tokens per second of the server's prefill."""
+        return sum(p.prompt_tokens for p in self.pieces) / sum(p.prefill_s for p in self.pieces)
+
+    @property
+    def codec_s_per_audio_s(self) -> float:
+        """Codec seconds per second of audio."""
+        return sum(p.codec_s for p in self.pieces) / self.timing.audio_s
+
+
+@dataclass(frozen=True)
+class Row:
+    """One model/voice/mode: medians over its requests, beside the model's raw ceiling."""
+
+    model: str
+    voice: str
+    mode: str
+    requests: list[RequestRecord]
+    ceiling: Ceiling
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt length of the first text piece (the one first audio waits for)."""
+        return self.requests[0].pieces[0].prompt_tokens
+
+    def summary(self) -> dict[str, Any]:
+        """Medians of the undisturbed requests, the ceiling beside them, the two goal ratios."""
+        others = [r.others_cores for r in self.requests]
+        requests = undisturbed(self.requests, others)
+
+        def median(values: list[float]) -> float:
+            return statistics.median(values)
+
+        ttfa = median([r.timing.ttfa_s for r in requests])
+        decode = median([r.decode_tok_s for r in requests])
+        ideal = self.ceiling.ideal_first_audio_s(self.prompt_tokens)
+        return {
+            "clean_runs": count_undisturbed(others),
+            "prompt_tokens": self.prompt_tokens,
+            "tokens": median([sum(p.tokens for p in r.pieces) for r in requests]),
+            "ttfa_s": ttfa,
+            "total_s": median([r.timing.total_s for r in requests]),
+            "audio_s": median([r.timing.audio_s for r in requests]),
+            "rtf": median([r.timing.rtf for r in requests]),
+            "server_decode_tok_s": decode,
+            "server_prefill_tok_s": median([r.prefill_tok_s for r in requests]),
+            "codec_s_per_audio_s": median([r.codec_s_per_audio_s for r in requests]),
+            "raw_prefill_tok_s": self.ceiling.prefill_tok_s(self.prompt_tokens),
+            "raw_decode_tok_s": self.ceiling.decode_tok_s,
+            "ideal_first_audio_s": ideal,
+            "decode_ratio": decode / self.ceiling.decode_tok_s,
+            "first_audio_ratio": ttfa / ideal,
+        }
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """The first request to a model: it loads the model, so it is not in the medians."""
+
+    load_s: float | None
+    """Model load time the server logged."""
+    timing: RequestTiming

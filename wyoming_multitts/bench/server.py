@@ -1,0 +1,155 @@
+"""The server under test: `python -m wyoming_multitts` on a free port, and what its log says."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .models import BenchError
+
+HOST = "127.0.0.1"
+START_TIMEOUT = 60.0
+"""Seconds the server may take to listen (models load on the first request, not here)."""
+STOP_TIMEOUT = 30.0
+"""Seconds between SIGTERM and SIGKILL."""
+POLL_INTERVAL = 0.1
+"""Seconds between checks while waiting for the port."""
+LOG_TAIL_CHARS = 3000
+"""How much of the server log an error message quotes."""
+
+STATS_LINE = re.compile(
+    r"stats voice=(?P<voice>\S+) prompt_tokens=(?P<prompt_tokens>\d+) tokens=(?P<tokens>\d+) "
+    r"frames=(?P<frames>\d+) prefill_s=(?P<prefill_s>[\d.]+) decode_s=(?P<decode_s>[\d.]+) "
+    r"codec_s=(?P<codec_s>[\d.]+)"
+)
+"""The INFO line `engines/orpheus.py` logs once per text piece."""
+LOAD_LINE = re.compile(r"Loaded model (?P<model>\S+) \(.*?\) on \S+ in (?P<seconds>[\d.]+) s")
+"""The INFO line `registry.py` logs when a model has loaded."""
+
+
+@dataclass(frozen=True)
+class PieceStats:
+    """The engine's figures for one text piece (decode_s excludes codec time)."""
+
+    voice: str
+    prompt_tokens: int
+    tokens: int
+    frames: int
+    prefill_s: float
+    decode_s: float
+    codec_s: float
+
+    @classmethod
+    def parse(cls, line: str) -> "PieceStats | None":
+        """The figures of a `stats` log line; None for any other line."""
+        match = STATS_LINE.search(line)
+        if match is None:
+            return None
+        values = match.groupdict()
+        return cls(
+            voice=values["voice"],
+            prompt_tokens=int(values["prompt_tokens"]),
+            tokens=int(values["tokens"]),
+            frames=int(values["frames"]),
+            prefill_s=float(values["prefill_s"]),
+            decode_s=float(values["decode_s"]),
+            codec_s=float(values["codec_s"]),
+        )
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on (bind port 0, as wyoming's own tests do)."""
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+class BenchServer:
+    """A running server whose log goes to a file, read incrementally."""
+
+    def __init__(self, catalog: Path, threads: int, log_path: Path) -> None:
+        self.port = free_port()
+        self.log_path = log_path
+        self._log_offset = 0
+        with log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "wyoming_multitts",
+                    "--voices",
+                    str(catalog),
+                    "--uri",
+                    f"tcp://{HOST}:{self.port}",
+                    "--threads",
+                    str(threads),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            self._wait_listening()
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def pid(self) -> int:
+        """Process id of the server."""
+        return int(self._process.pid)
+
+    def _wait_listening(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise BenchError(f"the server exited with {self._process.returncode}")
+            try:
+                socket.create_connection((HOST, self.port), timeout=POLL_INTERVAL).close()
+                return
+            except OSError:
+                time.sleep(POLL_INTERVAL)
+        raise BenchError(f"the server did not listen within {START_TIMEOUT} s")
+
+    def log_tail(self) -> str:
+        """The end of the server log, for error messages."""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:]
+
+    def new_log_lines(self) -> list[str]:
+        """Complete log lines written since the last call."""
+        with self.log_path.open("rb") as log:
+            log.seek(self._log_offset)
+            data = log.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        self._log_offset += len(complete)
+        return complete.decode("utf-8", errors="replace").splitlines()
+
+    def new_stats(self) -> list[PieceStats]:
+        """The `stats` lines logged since the last call.
+
+        The engine logs a piece's line before the handler sends that piece's `audio-stop`, so
+        once a request's last event has arrived, all of its lines are in the log.
+        """
+        return [s for s in map(PieceStats.parse, self.new_log_lines()) if s is not None]
+
+    def load_seconds(self, model: str) -> float | None:
+        """Load time of `model` from the log (None if it did not log one)."""
+        text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        for match in LOAD_LINE.finditer(text):
+            if match["model"] == model:
+                return float(match["seconds"])
+        return None
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it does not exit in time."""
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
