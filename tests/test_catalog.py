@@ -26,6 +26,23 @@ ENGLISH_FILE = "orpheus-3b-0.1-ft-q4_k_m.gguf"
 SNAC_REPO = "hubertsiuzdak/snac_24khz"
 ENGLISH_SPEAKERS = ("tara", "leah", "jess", "leo", "dan", "mia", "zac", "zoe")
 """The Orpheus README's voices, in its order (tara first: the default)."""
+QWEN3_REPOS = {
+    "qwen3tts-0.6b-customvoice": "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice",
+    "qwen3tts-1.7b-customvoice": "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
+}
+QWEN3_NATIVE = {
+    "vivian": "zh",
+    "serena": "zh",
+    "uncle_fu": "zh",
+    "dylan": "zh",
+    "eric": "zh",
+    "ryan": "en",
+    "aiden": "en",
+    "ono_anna": "ja",
+    "sohee": "ko",
+}
+"""The CustomVoice speakers (config.json spk_id) and their native languages (docs A1)."""
+QWEN3_LANGUAGES = {"zh", "en", "ja", "ko", "de", "fr", "ru", "pt", "es", "it"}
 
 
 @pytest.fixture(autouse=True)
@@ -115,9 +132,11 @@ def test_shipped_catalog_outetts_models_and_speakers(shipped: Catalog) -> None:
 
 def test_shipped_catalog_multilingual_models(shipped: Catalog) -> None:
     languages = {lang for voice in shipped.voices.values() for lang in voice.languages}
-    assert languages == {"en", "fr", "de", "ko", "hi", "zh", "es", "it", "ja"}
+    assert languages == {"en", "fr", "de", "ko", "hi", "zh", "es", "it", "ja", "ru", "pt"}
     for model in shipped.models.values():
         ref = model.files["model"]
+        if model.engine == "qwen3tts":
+            continue  # a whole repo (tested below)
         assert ref.repo is not None and ref.file is not None, model.name
         if ref.repo.startswith("freddyaboulton/"):
             # orpheus-cpp's rule: the lower-cased repo name with -gguf turned into .gguf
@@ -125,6 +144,28 @@ def test_shipped_catalog_multilingual_models(shipped: Catalog) -> None:
             assert ref.file == name.removesuffix("-gguf") + ".gguf", model.name
         if model.engine == "orpheus":
             assert model.files["codec"] == FileRef(repo=SNAC_REPO), model.name
+
+
+def test_shipped_catalog_qwen3tts_models_and_speakers(shipped: Catalog) -> None:
+    from wyoming_multitts.engines.qwen3tts import LANGUAGE_NAMES
+
+    qwen3 = {name: model for name, model in shipped.models.items() if model.engine == "qwen3tts"}
+    assert {name: model.files["model"] for name, model in qwen3.items()} == {
+        name: FileRef(repo=repo) for name, repo in QWEN3_REPOS.items()
+    }
+    assert set(LANGUAGE_NAMES) == QWEN3_LANGUAGES
+    for name, model in qwen3.items():
+        assert model.attribution is not None and model.attribution.name == "Qwen"
+        assert model.device == "auto"
+        voices = [v for v in shipped.voices.values() if v.model == name]
+        assert sorted(v.speaker or "" for v in voices) == sorted(QWEN3_NATIVE)
+        for voice in voices:
+            assert voice.languages[0] == QWEN3_NATIVE[voice.speaker or ""], voice.name
+            if len(voice.languages) > 1:  # the model tells the language from the text
+                assert set(voice.languages) == QWEN3_LANGUAGES, voice.name
+                assert voice.options == {"codec_language": "auto"}, voice.name
+            else:  # tagged: Dylan and Eric speak their Chinese dialect
+                assert voice.speaker in ("dylan", "eric") and voice.options == {}, voice.name
 
 
 def test_shipped_catalog_voice_names_are_ascii(shipped: Catalog) -> None:

@@ -142,7 +142,13 @@ def test_catalog(tiny_dir: Path) -> None:
         ("tiny-tara", "tara"),
         ("tiny-leo", "leo"),
     ]
-    assert {m.engine for m in catalog.models.values()} == {"orpheus", "outetts"}
+    assert {m.engine for m in catalog.models.values()} == {"orpheus", "outetts", "qwen3tts"}
+    qwen3 = catalog.models["qwen3tts-tiny"]
+    assert qwen3.options == {"max_frames": 12} and qwen3.device == "cpu"
+    assert [(v.name, v.speaker) for v in catalog.voices.values() if v.model == qwen3.name] == [
+        ("tiny-qwen3-ryan", "ryan"),
+        ("tiny-qwen3-vivian", "vivian"),
+    ]
     for model in catalog.models.values():
         assert all(ref.path is not None and ref.path.exists() for ref in model.files.values())
     assert not list(tiny_dir.glob("*.partial"))

@@ -26,10 +26,17 @@ FRAME_SAMPLES = {
     "tiny-tara": 2048,  # Orpheus: one SNAC frame (7 tokens) is 2048 samples at 24 kHz
     "tiny-oute3-en-male-1": 320,  # OuteTTS 0.3: one WavTokenizer code is 320 samples
     "tiny-oute2-en-male-1": 320,  # OuteTTS 0.2
+    "tiny-qwen3-ryan": 1920,  # Qwen3-TTS: one 12.5 Hz frame (all its codebooks) is 1920 samples
 }
 """One voice of each engine and dialect; the behaviours below must hold for every one."""
-MAX_FRAMES = {"tiny-tara": 10, "tiny-oute3-en-male-1": 120, "tiny-oute2-en-male-1": 120}
-"""Frames one text piece can make: the tiny catalog's max_tokens (70 / 7; 120 codes)."""
+MAX_FRAMES = {
+    "tiny-tara": 10,
+    "tiny-oute3-en-male-1": 120,
+    "tiny-oute2-en-male-1": 120,
+    "tiny-qwen3-ryan": 12,
+}
+"""Frames one text piece can make: the tiny catalog's max_tokens (70 / 7; 120 codes) or
+max_frames (Qwen3-TTS)."""
 ENGINE_VOICES = pytest.mark.parametrize("voice", list(FRAME_SAMPLES))
 THREE_SENTENCES = "Hello there. The weather is fine today! Shall we go for a walk?"
 

@@ -146,6 +146,7 @@ class LlamaModel:
         n_batch: int = DEFAULT_BATCH,
         embeddings: bool = False,
         hidden_states: bool = False,
+        vocab_only: bool = False,
     ) -> None:
         """Load `path` with a context of `n_ctx` tokens.
 
@@ -160,64 +161,38 @@ class LlamaModel:
         every row of a batch, so its output buffer holds n_batch x (n_vocab + n_embd) floats
         (Qwen3-TTS talker, 3072 + 1024 wide: 8 MB at n_batch 512). `decode` (token ids) still
         works on such a context and returns the logits as usual.
+
+        `vocab_only=True` loads the vocabulary alone: no weights, no context (a tokenizer GGUF
+        without tensors, like Qwen3-TTS's `text_tokenizer.gguf`). The vocabulary methods work;
+        evaluating raises LlamaError; `device`, `n_ctx` and `threads` are unused.
         """
         if embeddings and hidden_states:
             raise ValueError("embeddings (encoder) and hidden_states (decoder) exclude each other")
+        if vocab_only and (embeddings or hidden_states):
+            raise ValueError(
+                "vocab_only loads no weights: it excludes embeddings and hidden_states"
+            )
         init_runtime()
         self.path = path
         self.where = where
         self.n_ctx = n_ctx
         self.embeddings = embeddings
         self.hidden_states = hidden_states
+        self.vocab_only = vocab_only
         self.n_batch = n_ctx if embeddings else n_batch
         self._stack = contextlib.ExitStack()
         try:
-            self._model = self._load_model(path, device, where)
+            self._model = self._load_model(path, device, where, vocab_only)
             self._stack.callback(llama_cpp.llama_model_free, self._model)
-
-            params = llama_cpp.llama_context_default_params()
-            params.n_ctx = n_ctx
-            params.n_batch = self.n_batch
-            params.n_ubatch = self.n_batch
-            params.n_threads = threads
-            params.n_threads_batch = threads
-            if embeddings:
-                params.embeddings = True
-                params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE  # one row per token
-                params.n_outputs_max = self.n_batch  # every token outputs
-            elif hidden_states:
-                params.embeddings = True  # read t_embd (the normed hidden state) as well
-                params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE  # one row per position
-                # with embeddings on, llama.cpp makes every row of a batch an output (it
-                # aborts when they outnumber n_outputs_max), even though we read the last only
-                params.n_outputs_max = self.n_batch
-            else:
-                # we read the last token's logits only: saves n_batch x n_vocab floats
-                params.n_outputs_max = 1
-            params.no_perf = True
-            self._ctx = llama_cpp.llama_init_from_model(self._model, params)
-            if not self._ctx:
-                raise LlamaError(
-                    f"{where}: llama.cpp could not create a context of {n_ctx} tokens for "
-                    f"{path} (out of memory?); see the llama.cpp log lines above"
-                )
-            self._stack.callback(llama_cpp.llama_free, self._ctx)
-
-            self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
-            self._stack.callback(llama_cpp.llama_batch_free, self._batch)
-
             self.n_embd: int = llama_cpp.llama_model_n_embd(self._model)
             """Hidden size: the width of a `decode_embeddings` row and of the hidden state."""
-            if hidden_states:
-                self._check_plain_widths()
-                # token = NULL, embd = n_batch rows of n_embd floats
-                self._embd_batch = llama_cpp.llama_batch_init(self.n_batch, self.n_embd, 1)
-                self._stack.callback(llama_cpp.llama_batch_free, self._embd_batch)
+            self._ctx = None if vocab_only else self._create_context(n_ctx, threads)
         except BaseException:
             self._stack.close()
             raise
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
-        self._memory = llama_cpp.llama_get_memory(self._ctx)  # NULL for cache-less encoders
+        # NULL for cache-less encoders; None without a context (vocab_only)
+        self._memory = None if vocab_only else llama_cpp.llama_get_memory(self._ctx)
         self.n_vocab: int = llama_cpp.llama_vocab_n_tokens(self._vocab)
         self.has_tokenizer = (
             llama_cpp.llama_vocab_type(self._vocab) != llama_cpp.LLAMA_VOCAB_TYPE_NONE
@@ -231,6 +206,49 @@ class LlamaModel:
             self._prepare_encoder_batch()
         if hidden_states:
             self._prepare_embedding_batch()
+
+    def _create_context(self, n_ctx: int, threads: int) -> Any:
+        """The context (one sequence) and the batches of a model that evaluates; owned by the
+        stack."""
+        where, path = self.where, self.path
+        embeddings, hidden_states = self.embeddings, self.hidden_states
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = self.n_batch
+        params.n_ubatch = self.n_batch
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        if embeddings:
+            params.embeddings = True
+            params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE  # one row per token
+            params.n_outputs_max = self.n_batch  # every token outputs
+        elif hidden_states:
+            params.embeddings = True  # read t_embd (the normed hidden state) as well
+            params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE  # one row per position
+            # with embeddings on, llama.cpp makes every row of a batch an output (it
+            # aborts when they outnumber n_outputs_max), even though we read the last only
+            params.n_outputs_max = self.n_batch
+        else:
+            # we read the last token's logits only: saves n_batch x n_vocab floats
+            params.n_outputs_max = 1
+        params.no_perf = True
+        context = llama_cpp.llama_init_from_model(self._model, params)
+        if not context:
+            raise LlamaError(
+                f"{where}: llama.cpp could not create a context of {n_ctx} tokens for "
+                f"{path} (out of memory?); see the llama.cpp log lines above"
+            )
+        self._stack.callback(llama_cpp.llama_free, context)
+
+        self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
+        self._stack.callback(llama_cpp.llama_batch_free, self._batch)
+
+        if hidden_states:
+            self._check_plain_widths()
+            # token = NULL, embd = n_batch rows of n_embd floats
+            self._embd_batch = llama_cpp.llama_batch_init(self.n_batch, self.n_embd, 1)
+            self._stack.callback(llama_cpp.llama_batch_free, self._embd_batch)
+        return context
 
     def _check_plain_widths(self) -> None:
         """Input rows, hidden size and output rows must all be n_embd wide.
@@ -248,11 +266,12 @@ class LlamaModel:
             )
 
     @staticmethod
-    def _load_model(path: Path, device: Device, where: str) -> ctypes.c_void_p:
+    def _load_model(path: Path, device: Device, where: str, vocab_only: bool) -> ctypes.c_void_p:
         params = llama_cpp.llama_model_default_params()
+        params.vocab_only = vocab_only
         # The device list must outlive the load call: keep it in a local until it returns.
         device_list = None
-        if device.llama_device is None:
+        if device.llama_device is None or vocab_only:
             params.n_gpu_layers = 0
         else:
             handle = next(
@@ -350,6 +369,7 @@ class LlamaModel:
 
     def reset(self) -> None:
         """Forget everything evaluated (empty KV cache)."""
+        self._check_evaluates()
         llama_cpp.llama_memory_clear(self._memory, True)
         self.n_past = 0
 
@@ -378,6 +398,7 @@ class LlamaModel:
         The array is a view into llama.cpp's buffer, valid until the next `decode` or
         `decode_embeddings`. Works on a `hidden_states=True` context too (same logits).
         """
+        self._check_evaluates()
         if self.embeddings:
             raise LlamaError(f"{self.where}: {self.path} is loaded as an encoder: use encode")
         if not tokens:
@@ -404,6 +425,12 @@ class LlamaModel:
             self.n_past += len(part)
         logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
         return np.ctypeslib.as_array(logits, shape=(self.n_vocab,))  # (n_vocab,) float32 view
+
+    def _check_evaluates(self) -> None:
+        if self.vocab_only:
+            raise LlamaError(
+                f"{self.where}: {self.path} is loaded vocabulary-only: it cannot evaluate"
+            )
 
     def _prepare_embedding_batch(self) -> None:
         """Fill the embedding batch's fixed fields once: sequence 0, an output per row."""

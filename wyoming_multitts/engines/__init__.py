@@ -15,12 +15,14 @@ from .base import EngineError, EngineModule
 ENGINE_MODULES = {
     "orpheus": "wyoming_multitts.engines.orpheus",
     "outetts": "wyoming_multitts.engines.outetts",
+    "qwen3tts": "wyoming_multitts.engines.qwen3tts",
 }
 """Catalog `engine:` value → module implementing it."""
 
 ENGINE_REQUIREMENTS = {
     "orpheus": ("llama_cpp", "torch", "snac"),
     "outetts": ("llama_cpp",),
+    "qwen3tts": ("llama_cpp", "torch", "gguf", "safetensors"),
 }
 """Python packages each engine imports (checked before importing, so the error can say which)."""
 
