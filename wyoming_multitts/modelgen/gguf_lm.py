@@ -26,6 +26,8 @@ from typing import BinaryIO
 import gguf
 import numpy as np
 
+from .files import atomic_path
+
 _LOGGER = logging.getLogger(__name__)
 
 ARCHITECTURES = ("llama", "qwen2", "qwen3")
@@ -267,6 +269,38 @@ def toy_size(shape: LmShape) -> LmShape:
     return dataclasses.replace(
         shape, n_embd=64, n_layer=2, n_head=4, n_head_kv=2, head_dim=16, n_ff=128
     )
+
+
+def write_quantized_lm(
+    path: Path,
+    shape: LmShape,
+    vocab: Vocab,
+    seed: int,
+    ftype_name: str,
+    threads: int,
+    favoured_tokens: range | None = None,
+) -> None:
+    """A random full-size model quantized to `ftype_name` at `path`, built once.
+
+    Writes `path` with an `-F16` twin first (deleted after quantizing) and skips whatever already
+    exists, so an interrupted build resumes where it stopped; neither file is ever half-written.
+    """
+    f16_path = path.with_name(f"{path.stem}-F16{path.suffix}")
+    if path.exists():
+        _LOGGER.info("Keeping %s (delete it to rebuild)", path)
+        return
+    if f16_path.exists():
+        _LOGGER.info("Reusing %s from an earlier, interrupted build", f16_path)
+    else:
+        _LOGGER.info("Writing the F16 model %s (%.1f B params)", f16_path, shape.n_params / 1e9)
+        with atomic_path(f16_path) as partial:
+            write_lm_gguf(
+                partial, shape, vocab, seed, name=path.stem, favoured_tokens=favoured_tokens
+            )
+    _LOGGER.info("Quantizing to %s (minutes for billions of parameters)", ftype_name)
+    with atomic_path(path) as partial:
+        quantize_gguf(f16_path, partial, ftype_name, threads)
+    f16_path.unlink()
 
 
 def write_lm_gguf(

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import gguf
 
 from .files import CatalogEntries, atomic_path
-from .gguf_lm import LmShape, Vocab, byte_level_vocab, quantize_gguf, toy_size, write_lm_gguf
+from .gguf_lm import LmShape, Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -136,7 +135,6 @@ TINY_VOICES = {"tiny-tara": "tara", "tiny-leo": "leo"}
 
 FULL_SEED = 3
 FULL_MODEL = "orpheus-3b-random"
-FULL_F16_GGUF = "orpheus-3b-random-f16.gguf"
 FULL_GGUF = "orpheus-3b-random-q4_k_m.gguf"
 FULL_QUANT = "q4_k_m"
 """Like the community GGUF orpheus-cpp uses (`isaiahbjork/orpheus-3b-0.1-ft-Q4_K_M-GGUF`)."""
@@ -177,27 +175,9 @@ def write_full_size(directory: Path, threads: int) -> CatalogEntries:
     written first (~20 s), quantized (2.36 GB; ~3 minutes on 2 cores) and then deleted.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    gguf_path, f16_path = directory / FULL_GGUF, directory / FULL_F16_GGUF
-    if gguf_path.exists():
-        _LOGGER.info("Keeping %s (delete it to rebuild)", gguf_path)
-    else:
-        if f16_path.exists():
-            _LOGGER.info("Reusing %s from an earlier, interrupted build", f16_path)
-        else:
-            _LOGGER.info("Writing the F16 model %s (7.6 GB)", f16_path)
-            with atomic_path(f16_path) as partial:
-                write_lm_gguf(
-                    partial,
-                    ORPHEUS_3B_SHAPE,
-                    orpheus_vocab(),
-                    FULL_SEED,
-                    weight_type=gguf.GGMLQuantizationType.F16,
-                    name=FULL_MODEL,
-                )
-        _LOGGER.info("Quantizing to %s (takes minutes)", FULL_QUANT)
-        with atomic_path(gguf_path) as partial:
-            quantize_gguf(f16_path, partial, FULL_QUANT, threads)
-        f16_path.unlink()
+    write_quantized_lm(
+        directory / FULL_GGUF, ORPHEUS_3B_SHAPE, orpheus_vocab(), FULL_SEED, FULL_QUANT, threads
+    )
 
     snac_path = directory / FULL_SNAC
     if snac_path.exists():

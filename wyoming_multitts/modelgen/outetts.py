@@ -15,11 +15,10 @@ import logging
 import shutil
 from pathlib import Path
 
-import gguf
 
 from ..engines.outetts_prompt import PUNCTUATION_TOKENS, SPEAKERS_DIR
 from .files import CatalogEntries, atomic_path
-from .gguf_lm import LmShape, Vocab, byte_level_vocab, quantize_gguf, toy_size, write_lm_gguf
+from .gguf_lm import LmShape, Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
 from .wavtokenizer import write_full_wavtokenizer, write_tiny_wavtokenizer
 
 _LOGGER = logging.getLogger(__name__)
@@ -166,7 +165,6 @@ catalog's folder like every `path:` of the catalog."""
 
 FULL_SEED = 4
 FULL_MODEL = "outetts-0.3-500m-random"
-FULL_F16_GGUF = "OuteTTS-0.3-500M-random-F16.gguf"
 FULL_GGUF = "OuteTTS-0.3-500M-random-Q4_K_M.gguf"
 FULL_QUANT = "q4_k_m"
 """As the GGUF repo's `OuteTTS-0.3-500M-Q4_K_M.gguf` (real ≈ 403 MB; ours ≈ 402 MB)."""
@@ -221,28 +219,15 @@ def write_full_size(directory: Path, threads: int) -> CatalogEntries:
     F16 model (1.0 GB, seconds) is quantized (≈ 400 MB; ~10 s on 2 cores) and then deleted.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    gguf_path, f16_path = directory / FULL_GGUF, directory / FULL_F16_GGUF
-    if gguf_path.exists():
-        _LOGGER.info("Keeping %s (delete it to rebuild)", gguf_path)
-    else:
-        if f16_path.exists():
-            _LOGGER.info("Reusing %s from an earlier, interrupted build", f16_path)
-        else:
-            _LOGGER.info("Writing the F16 model %s (1.0 GB)", f16_path)
-            with atomic_path(f16_path) as partial:
-                write_lm_gguf(
-                    partial,
-                    OUTETTS_500M_SHAPE,
-                    outetts_vocab("0.3"),
-                    FULL_SEED,
-                    weight_type=gguf.GGMLQuantizationType.F16,
-                    name=FULL_MODEL,
-                    favoured_tokens=audio_code_ids("0.3"),  # codes, so the vocoder runs too
-                )
-        _LOGGER.info("Quantizing to %s", FULL_QUANT)
-        with atomic_path(gguf_path) as partial:
-            quantize_gguf(f16_path, partial, FULL_QUANT, threads)
-        f16_path.unlink()
+    write_quantized_lm(
+        directory / FULL_GGUF,
+        OUTETTS_500M_SHAPE,
+        outetts_vocab("0.3"),
+        FULL_SEED,
+        FULL_QUANT,
+        threads,
+        favoured_tokens=audio_code_ids("0.3"),  # codes, so the vocoder runs too
+    )
     vocoder = write_full_wavtokenizer(directory)
 
     models = {
