@@ -43,6 +43,11 @@ FRAME_TOKENS = 7  # tokens per SNAC frame
 FRAME_LEVEL = (0, 1, 2, 2, 1, 2, 2)  # SNAC level (codebook) of each frame position
 STOP_TOKENS = np.array([END_OF_SPEECH, END_OF_AI, END_OF_TEXT], np.int64)
 MIN_VOCAB = AUDIO_BASE + FRAME_TOKENS * CODES_PER_BOOK  # 156938: the last audio token + 1
+POSITION_CANDIDATES = tuple(
+    np.concatenate((np.arange(base, base + CODES_PER_BOOK), STOP_TOKENS))  # (4099,) int64
+    for base in range(AUDIO_BASE, MIN_VOCAB, CODES_PER_BOOK)
+)
+"""The tokens sampleable at each frame position: its 4096 codes, then the stop tokens."""
 
 SNAC_RATE = 24000  # Hz
 TOKENS_PER_AUDIO_SECOND = SNAC_RATE / 2048 * FRAME_TOKENS  # 82.03: one frame is 2048 samples
@@ -216,11 +221,8 @@ class Orpheus:
                 return
             position = (generated - 1) % FRAME_TOKENS
             base = AUDIO_BASE + position * CODES_PER_BOOK
-            candidates = np.concatenate((np.arange(base, base + CODES_PER_BOOK), STOP_TOKENS))
-            candidate_logits = np.concatenate(
-                (logits[base : base + CODES_PER_BOOK], logits[STOP_TOKENS])
-            )  # (4099,)
-            token = sampler.sample(candidate_logits, candidates)
+            candidates = POSITION_CANDIDATES[position]  # (4099,) codes of this position + stops
+            token = sampler.sample(logits[candidates], candidates)
             sampler.remember([token])
             if token in STOP_TOKENS:
                 break
