@@ -53,6 +53,7 @@ import gguf
 import numpy as np
 
 from ..errors import VoiceError
+from ..gguf_writer import GgufTensor, write_gguf
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -748,41 +749,6 @@ def _stacks(raw: Mapping[str, Any], model_dir: Path, where: str) -> tuple[_Stack
 # GGUF files
 
 
-@dataclass(frozen=True)
-class _GgufTensor:
-    name: str
-    shape: tuple[int, ...]
-    """numpy order (rows, cols); GGUF stores it reversed."""
-    dtype: type
-    load: Callable[[], np.ndarray]
-
-
-def _write_gguf(
-    path: Path, arch: str, metadata: Callable[[gguf.GGUFWriter], None], tensors: list[_GgufTensor]
-) -> None:
-    """Write a GGUF: metadata and tensor table through gguf-py, then each tensor's data in turn
-    (one tensor in memory at a time)."""
-    writer = gguf.GGUFWriter(path, arch)
-    metadata(writer)
-    for tensor in tensors:
-        nbytes = int(np.prod(tensor.shape)) * np.dtype(tensor.dtype).itemsize
-        writer.add_tensor_info(tensor.name, tensor.shape, np.dtype(tensor.dtype), nbytes)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_ti_data_to_file()
-    writer.close()
-    alignment = writer.data_alignment
-    with open(path, "r+b") as out:
-        out.seek(0, 2)
-        for tensor in tensors:
-            out.write(b"\0" * (-out.tell() % alignment))
-            data: np.ndarray = np.ascontiguousarray(tensor.load(), dtype=tensor.dtype)
-            if data.shape != tensor.shape:
-                raise AssertionError(f"{tensor.name}: {data.shape} != {tensor.shape}")
-            data.tofile(out)
-        out.write(b"\0" * (-out.tell() % alignment))
-
-
 def _add_hparams(
     writer: gguf.GGUFWriter, stack: _Stack, n_vocab: int, name: str, dtype: type
 ) -> None:
@@ -815,7 +781,7 @@ def _layer_tensors(
     prefix: str,
     dtype: type,
     f32_modules: tuple[str, ...] = (),
-) -> list[_GgufTensor]:
+) -> list[GgufTensor]:
     tensors = []
     shapes = stack.layer_shapes()
     for i in range(stack.layers):
@@ -824,7 +790,7 @@ def _layer_tensors(
             shape = shapes[module]
             kind = np.float32 if len(shape) == 1 or module in f32_modules else dtype
             tensors.append(
-                _GgufTensor(f"blk.{i}.{gguf_name}.weight", shape, kind, _loader(weights, source))
+                GgufTensor(f"blk.{i}.{gguf_name}.weight", shape, kind, _loader(weights, source))
             )
     return tensors
 
@@ -842,20 +808,20 @@ def _write_talker(
 ) -> None:
     hidden, vocab = config.talker_hidden, config.talker_vocab
     tensors = [
-        _GgufTensor(
+        GgufTensor(
             "token_embd.weight",
             (vocab, hidden),
             dtype,
             _loader(weights, "talker.model.codec_embedding.weight"),
         ),
         *_layer_tensors(weights, stack, TALKER_PREFIX, dtype),
-        _GgufTensor(
+        GgufTensor(
             "output_norm.weight",
             (hidden,),
             np.float32,
             _loader(weights, "talker.model.norm.weight"),
         ),
-        _GgufTensor(
+        GgufTensor(
             "output.weight", (vocab, hidden), dtype, _loader(weights, "talker.codec_head.weight")
         ),
     ]
@@ -864,7 +830,7 @@ def _write_talker(
         _add_hparams(writer, stack, vocab, "Qwen3-TTS talker", dtype)
         _no_tokenizer(writer)
 
-    _write_gguf(path, "qwen3", metadata, tensors)
+    write_gguf(path, "qwen3", metadata, tensors)
 
 
 def _write_predictor(
@@ -878,9 +844,9 @@ def _write_predictor(
     tensors = [
         # llama.cpp's qwen3 loader requires token_embd (and ties output to it); inputs are
         # always embedding rows, so a zero placeholder of the codebook's size does
-        _GgufTensor("token_embd.weight", (vocab, hidden), dtype, lambda: np.zeros((vocab, hidden))),
+        GgufTensor("token_embd.weight", (vocab, hidden), dtype, lambda: np.zeros((vocab, hidden))),
         *_layer_tensors(weights, stack, PREDICTOR_PREFIX, dtype, f32_modules=("mlp.down_proj",)),
-        _GgufTensor(
+        GgufTensor(
             "output_norm.weight",
             (hidden,),
             np.float32,
@@ -892,7 +858,7 @@ def _write_predictor(
         _add_hparams(writer, stack, vocab, "Qwen3-TTS code predictor", dtype)
         _no_tokenizer(writer)
 
-    _write_gguf(path, "qwen3", metadata, tensors)
+    write_gguf(path, "qwen3", metadata, tensors)
 
 
 def _write_tokenizer(
@@ -922,7 +888,7 @@ def _write_tokenizer(
         writer.add_add_bos_token(False)
         writer.add_add_eos_token(False)
 
-    _write_gguf(path, "qwen3", metadata, [])
+    write_gguf(path, "qwen3", metadata, [])
 
 
 def _text_tokens(model_dir: Path, n_vocab: int, where: str) -> tuple[list[str], list[int]]:

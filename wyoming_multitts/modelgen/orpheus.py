@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 from .files import CatalogEntries, atomic_path
 from .gguf_lm import LmShape, Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
 

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import gguf
 import numpy as np
 
+from ..gguf_writer import GgufTensor, write_gguf
 from .files import PARTIAL_SUFFIX, atomic_path
 
 _LOGGER = logging.getLogger(__name__)
@@ -242,46 +244,43 @@ def write_wavtokenizer(path: Path, shape: WavTokenizerShape, seed: int) -> None:
     weight_dtype, file_type = _NUMPY_TYPES[shape.weight_type]
     plan = _tensor_plan(shape)
 
-    # header, metadata (docs §2.4 "GGUF KV") and tensor table through gguf-py
-    writer = gguf.GGUFWriter(path, ARCH)
-    writer.add_name(Path(path.name.removesuffix(PARTIAL_SUFFIX)).stem)
-    writer.add_file_type(file_type)
-    writer.add_context_length(CONTEXT_LENGTH)
-    writer.add_embedding_length(shape.n_embd_out)
-    writer.add_block_count(shape.block_count)
-    writer.add_head_count(1)
-    writer.add_layer_norm_eps(NORM_EPS)
-    writer.add_vocab_size(shape.n_codes)
-    writer.add_features_length(shape.n_features)
-    writer.add_feed_forward_length(shape.n_ff)
-    writer.add_group_norm_eps(NORM_EPS)
-    writer.add_group_norm_groups(shape.n_groups)
-    writer.add_posnet_embedding_length(shape.n_embd)
-    writer.add_posnet_block_count(POSNET_LAYERS)
-    writer.add_convnext_embedding_length(shape.n_embd)
-    writer.add_convnext_block_count(shape.n_convnext)
-    writer.add_causal_attention(False)
-    writer.add_tokenizer_model("none")
-    for tensor in plan:
-        dtype = np.dtype(weight_dtype if tensor.matrix else np.float32)
-        nbytes = int(np.prod(tensor.shape)) * dtype.itemsize
-        writer.add_tensor_info(tensor.name, tensor.shape, dtype, nbytes)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_ti_data_to_file()
-    writer.close()
+    # metadata (docs §2.4 "GGUF KV") through gguf-py, then the tensors in plan order
+    def metadata(writer: gguf.GGUFWriter) -> None:
+        writer.add_name(Path(path.name.removesuffix(PARTIAL_SUFFIX)).stem)
+        writer.add_file_type(file_type)
+        writer.add_context_length(CONTEXT_LENGTH)
+        writer.add_embedding_length(shape.n_embd_out)
+        writer.add_block_count(shape.block_count)
+        writer.add_head_count(1)
+        writer.add_layer_norm_eps(NORM_EPS)
+        writer.add_vocab_size(shape.n_codes)
+        writer.add_features_length(shape.n_features)
+        writer.add_feed_forward_length(shape.n_ff)
+        writer.add_group_norm_eps(NORM_EPS)
+        writer.add_group_norm_groups(shape.n_groups)
+        writer.add_posnet_embedding_length(shape.n_embd)
+        writer.add_posnet_block_count(POSNET_LAYERS)
+        writer.add_convnext_embedding_length(shape.n_embd)
+        writer.add_convnext_block_count(shape.n_convnext)
+        writer.add_causal_attention(False)
+        writer.add_tokenizer_model("none")
 
-    # tensor data, streamed: each tensor starts at the next multiple of the alignment
-    alignment = writer.data_alignment
     rng = np.random.default_rng(seed)
-    with open(path, "r+b") as out:
-        out.seek(0, 2)
-        for tensor in plan:
-            out.write(b"\0" * (-out.tell() % alignment))
-            values = _values(tensor, rng)
-            values.astype(weight_dtype if tensor.matrix else np.float32).tofile(out)
-        out.write(b"\0" * (-out.tell() % alignment))
-        size = out.tell()
+
+    def producer(tensor: _Tensor) -> Callable[[], np.ndarray]:
+        return lambda: _values(tensor, rng)  # drawn in plan order: same seed, same file
+
+    tensors = [
+        GgufTensor(
+            tensor.name,
+            tensor.shape,
+            weight_dtype if tensor.matrix else np.float32,
+            producer(tensor),
+        )
+        for tensor in plan
+    ]
+    write_gguf(path, ARCH, metadata, tensors)
+    size = path.stat().st_size
     _LOGGER.info(
         "Wrote %s: %s, %.1f M params, %d tensors, %.0f MB in %.1f s",
         path,
