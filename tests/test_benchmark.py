@@ -19,10 +19,21 @@ TINY_VOICES = {  # voice → model; the first two voices of every benchmarked mo
     "tiny-oute2-en-male-1": "outetts-0.2-tiny",
     "tiny-oute3-en-male-1": "outetts-0.3-tiny",
     "tiny-oute3-fr-female-1": "outetts-0.3-tiny",
+    "tiny-qwen3-ryan": "qwen3tts-tiny",
+    "tiny-qwen3-vivian": "qwen3tts-tiny",
 }
 MODES = ("plain", "streaming")
-FIRST_WINDOW_FRAMES = {"orpheus-tiny": 3, "outetts-0.2-tiny": 30, "outetts-0.3-tiny": 30}
-"""First streamed window: Orpheus 1 + 2 frames of lookahead; OuteTTS 10 + 20 codes."""
+FIRST_WINDOW_FRAMES = {
+    "orpheus-tiny": 3,
+    "outetts-0.2-tiny": 30,
+    "outetts-0.3-tiny": 30,
+    "qwen3tts-tiny": 4,
+}
+"""First streamed window: Orpheus 1 + 2 frames of lookahead; OuteTTS 10 + 20 codes; Qwen3-TTS 4
+frames."""
+MAX_TOKENS = {"qwen3tts-tiny": 20 * 4 + 1}
+"""The benchmark's default caps: 140 tokens; Qwen3-TTS 20 frames of (the tiny model's) 4 codes,
+plus an EOS."""
 
 
 def test_tiny_benchmark_reports_every_voice_and_mode(tmp_path: Path) -> None:
@@ -42,7 +53,7 @@ def test_tiny_benchmark_reports_every_voice_and_mode(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
 
-    markdown = result.stdout
+    markdown, _, split_table = result.stdout.partition("## Stage split (ms per frame)")
     for heading in ("## Raw ceiling", "## Server over Wyoming", "## Goals"):
         assert heading in markdown
     for voice, model in TINY_VOICES.items():
@@ -56,10 +67,22 @@ def test_tiny_benchmark_reports_every_voice_and_mode(tmp_path: Path) -> None:
     for row in rows.values():
         assert row["model"] == TINY_VOICES[row["voice"]] and len(row["requests"]) == 1
         summary = row["summary"]
-        assert summary["tokens"] <= 140  # the benchmark's default max_tokens caps every request
-        numbers = {key: value for key, value in summary.items() if key != "clean_runs"}
+        assert summary["tokens"] <= MAX_TOKENS.get(row["model"], 140)
+        numbers = {
+            key: value
+            for key, value in summary.items()
+            if key not in ("clean_runs", "split_s_per_frame")
+        }
         assert all(value > 0 for value in numbers.values()), summary
     for model, frames in FIRST_WINDOW_FRAMES.items():
         ceiling = report["ceilings"][model]
         assert ceiling["first_window_frames"] == frames and ceiling["codec"]["audio_s"] > 0
         assert len(ceiling["runs"]) == 1 and ceiling["runs"][0]["decode_tok_s"] > 0
+    # Qwen3-TTS: the talker/predictor/codec split, server and raw
+    for voice in ("tiny-qwen3-ryan", "tiny-qwen3-vivian"):
+        for stage in ("talker", "predictor", "codec"):
+            assert f"| qwen3tts-tiny | {voice} | plain | {stage} |" in split_table
+    split = rows[("tiny-qwen3-ryan", "plain")]["summary"]["split_s_per_frame"]
+    assert set(split) == {"talker", "predictor", "codec"} and min(split.values()) > 0
+    raw_split = report["ceilings"]["qwen3tts-tiny"]["runs"][0]["split_s_per_frame"]
+    assert set(raw_split) == {"talker", "predictor"}

@@ -1,5 +1,6 @@
 """Command line: `script/benchmark [--full-size] [--models-dir DIR] [--threads N] [--runs N]
-[--max-tokens N] [--text TEXT] [--voices-limit N] [--json FILE]`.
+[--max-tokens N] [--max-frames N] [--text TEXT] [--voices-limit N] [--engine NAME]…
+[--json FILE]`.
 
 Run order: models; the server and, per model, a warm-up request (it loads the model); the raw
 ceiling worker; then `--runs` rounds of every voice × mode on a fresh connection followed by one
@@ -27,6 +28,7 @@ from .client import MODES, PLAIN, timed_request
 from .machine import cpu_clock, describe_machine, load_average, others_cores
 from .models import (
     BENCH_CATALOG,
+    BENCHMARKED_ENGINES,
     BenchError,
     benchmarked_voices,
     ensure_models,
@@ -45,6 +47,8 @@ DEFAULT_TEXT = "The living room lights are off, and the front door is locked."
 DEFAULT_MAX_TOKENS = 140
 """Orpheus: 20 SNAC frames ≈ 1.7 s of audio (≈ 26 s a request at 5.4 tok/s); OuteTTS: 140 codes ≈
 1.9 s."""
+DEFAULT_MAX_FRAMES = 20
+"""Qwen3-TTS: 20 frames of 16 codes = 1.6 s of audio, about what the token cap gives the others."""
 DEFAULT_RUNS = 3
 DEFAULT_VOICES_LIMIT = 1
 """Voices of a model differ only in the speaker name of the prompt, so one is usually enough."""
@@ -91,6 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"tokens generated per request (default {DEFAULT_MAX_TOKENS}: random weights "
         "rarely stop on their own)",
     )
+    parser.add_argument(
+        "--max-frames",
+        type=int,
+        metavar="N",
+        default=DEFAULT_MAX_FRAMES,
+        help=f"frames generated per request by Qwen3-TTS (default {DEFAULT_MAX_FRAMES})",
+    )
     parser.add_argument("--text", default=DEFAULT_TEXT, help="the text every request speaks")
     parser.add_argument(
         "--voices-limit",
@@ -98,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         default=DEFAULT_VOICES_LIMIT,
         help=f"voices benchmarked per model (default {DEFAULT_VOICES_LIMIT})",
+    )
+    parser.add_argument(
+        "--engine",
+        action="append",
+        choices=BENCHMARKED_ENGINES,
+        help="benchmark only this engine's models (repeatable; default: all)",
     )
     parser.add_argument(
         "--json", type=Path, metavar="FILE", help="also write every raw number to this file"
@@ -145,7 +162,12 @@ async def measure_model(
     warmup = WarmUp(server.load_seconds(model), timing)
     _LOGGER.info("%s: starting the raw ceiling (llama.cpp C API)", model)
     ceiling = await asyncio.to_thread(
-        CeilingProcess, catalog, model, settings.threads, settings.max_tokens
+        CeilingProcess,
+        catalog,
+        model,
+        settings.threads,
+        settings.max_tokens,
+        settings.max_frames,
     )
     records: Records = {}
     try:
@@ -194,8 +216,10 @@ def run_benchmark(settings: BenchSettings, work: Path) -> Report:
     """Models, then server and raw ceiling: everything `main` reports."""
     models_dir = settings.models_dir if settings.full_size else work / "models"
     source = ensure_models(settings.size, models_dir, settings.threads)
-    catalog = write_bench_catalog(source, work / BENCH_CATALOG, settings.max_tokens)
-    voices = benchmarked_voices(catalog, settings.voices_limit)
+    catalog = write_bench_catalog(
+        source, work / BENCH_CATALOG, settings.max_tokens, settings.max_frames
+    )
+    voices = benchmarked_voices(catalog, settings.voices_limit, settings.engines)
 
     load_start = load_average()
     clock = cpu_clock()
@@ -225,16 +249,20 @@ def parse_settings(argv: Sequence[str] | None) -> BenchSettings:
     """Parse the command line into `BenchSettings` (exits with a hint on errors)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if min(args.threads, args.runs, args.max_tokens, args.voices_limit) < 1:
-        parser.error("--threads, --runs, --max-tokens and --voices-limit must be at least 1")
+    if min(args.threads, args.runs, args.max_tokens, args.max_frames, args.voices_limit) < 1:
+        parser.error(
+            "--threads, --runs, --max-tokens, --max-frames and --voices-limit must be at least 1"
+        )
     return BenchSettings(
         full_size=args.full_size,
         models_dir=args.models_dir,
         threads=args.threads,
         runs=args.runs,
         max_tokens=args.max_tokens,
+        max_frames=args.max_frames,
         text=args.text,
         voices_limit=args.voices_limit,
+        engines=tuple(args.engine or BENCHMARKED_ENGINES),
         json_path=args.json,
     )
 

@@ -4,25 +4,23 @@ A worker the benchmark starts with the server's thread environment and drives ov
 that raw runs alternate with server requests (on a shared VM the speed drifts by 10-20 % over
 minutes; runs close in time compare fairly):
 
-    python -m wyoming_multitts.bench.ceiling CATALOG MODEL --threads N --decode-tokens 140
+    python -m wyoming_multitts.bench.ceiling CATALOG MODEL --threads N --decode-tokens 140 \
+        --decode-frames 20
 
 It loads the model, warms up and prints a JSON line `{"load_s": …}`. Then, for every line
 `{"prompt_tokens": [66, 65]}` on stdin, it measures one run and prints its figures as a JSON line.
 At end of input it times the first codec window (SNAC for Orpheus, the WavTokenizer vocoder for
-OuteTTS) and prints a last JSON line.
+OuteTTS, the 12 Hz decoder for Qwen3-TTS) and prints a last JSON line.
 
-It talks to llama.cpp's C API directly (the method of perf-anchors.md, appendix `lmbench.py`):
-prefill a prompt of random tokens in one batch, then greedy steps of a 1-token `llama_batch`,
-`llama_decode`, `llama_get_logits_ith(ctx, -1)` and `np.argmax` over the whole vocabulary. Nothing
-of `wyoming_multitts.llm` is used, so the figures are a ceiling the server's loop is measured
-against.
+It talks to llama.cpp's C API directly (`raw_llama`; `raw_qwen3` for the Qwen3-TTS talker and
+code predictor): Orpheus and OuteTTS decode `--decode-tokens` greedy tokens, Qwen3-TTS
+`--decode-frames` greedy frames of 16 codes.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import json
 import sys
 import time
@@ -35,15 +33,16 @@ import numpy as np
 import torch
 
 from ..catalog import ModelSpec, load_catalog
+from ..codecs.qwen3_12hz import load_qwen3_codec
 from ..codecs.snac24 import SnacDecoder
 from ..codecs.wavtokenizer import WavTokenizerVocoder
 from ..devices import CPU, set_torch_threads
-from ..engines import orpheus, outetts
+from ..engines import orpheus, outetts, qwen3tts
 from ..options import apply_options
+from . import raw_qwen3
 from .machine import cpu_clock, others_cores
+from .raw_llama import RawLm, greedy_decode, prefill, quiet_llama_cpp, raw_lm
 
-BATCH_TOKENS = 512
-"""n_batch and n_ubatch, as the server's `LlamaModel` uses (llama.cpp's default n_batch)."""
 WARMUP_PROMPT_TOKENS = 32
 WARMUP_DECODE_TOKENS = 8
 """The warm-up run: graph allocation, page-in of the mmap'd weights."""
@@ -53,83 +52,8 @@ SNAC_CODES_PER_FRAME = (1, 2, 4)
 """Codes per frame of SNAC's three levels (vq_strides 4, 2, 1)."""
 SNAC_CODEBOOK_SIZE = 4096
 WAVTOKENIZER_CODEBOOK_SIZE = 4096
-PROMPT_TOKEN_RANGE = (300, 128_000)
-"""Random prompt tokens are drawn from here: ordinary text tokens of the Llama-3 vocabulary."""
 SEED = 1
-
-
-@dataclass(frozen=True)
-class RawLm:
-    """A llama.cpp model, its context and a batch, straight from the C API."""
-
-    ctx: Any
-    batch: Any
-    memory: Any
-    n_vocab: int
-
-
-@contextlib.contextmanager
-def raw_lm(path: Path, n_ctx: int, threads: int) -> Iterator[RawLm]:
-    """Load `path` on the CPU with the server's context size and threads; free it afterwards."""
-    with contextlib.ExitStack() as stack:
-        model_params = llama_cpp.llama_model_default_params()
-        model_params.n_gpu_layers = 0
-        model = llama_cpp.llama_model_load_from_file(str(path).encode(), model_params)
-        if not model:
-            raise RuntimeError(f"llama.cpp could not load {path}")
-        stack.callback(llama_cpp.llama_model_free, model)
-
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = n_ctx
-        params.n_batch = BATCH_TOKENS
-        params.n_ubatch = BATCH_TOKENS
-        params.n_threads = threads
-        params.n_threads_batch = threads
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED  # lmbench.py: --fa 0
-        ctx = llama_cpp.llama_init_from_model(model, params)
-        if not ctx:
-            raise RuntimeError(f"llama.cpp could not create a context of {n_ctx} for {path}")
-        stack.callback(llama_cpp.llama_free, ctx)
-
-        batch = llama_cpp.llama_batch_init(BATCH_TOKENS, 0, 1)
-        stack.callback(llama_cpp.llama_batch_free, batch)
-        n_vocab = llama_cpp.llama_vocab_n_tokens(llama_cpp.llama_model_get_vocab(model))
-        yield RawLm(ctx, batch, llama_cpp.llama_get_memory(ctx), n_vocab)
-
-
-def _decode(lm: RawLm, tokens: Sequence[int], first_position: int) -> None:
-    """One `llama_decode` of `tokens` at positions first_position…, logits of the last only."""
-    lm.batch.n_tokens = len(tokens)
-    for i, token in enumerate(tokens):
-        lm.batch.token[i] = int(token)
-        lm.batch.pos[i] = first_position + i
-        lm.batch.n_seq_id[i] = 1
-        lm.batch.seq_id[i][0] = 0
-        lm.batch.logits[i] = i == len(tokens) - 1
-    status = llama_cpp.llama_decode(lm.ctx, lm.batch)
-    if status != 0:
-        raise RuntimeError(f"llama_decode failed with status {status}")
-
-
-def prefill(lm: RawLm, n_tokens: int, rng: np.random.Generator) -> float:
-    """Seconds to evaluate a fresh prompt of `n_tokens` random tokens, BATCH_TOKENS at a time."""
-    llama_cpp.llama_memory_clear(lm.memory, True)
-    tokens = rng.integers(*PROMPT_TOKEN_RANGE, size=n_tokens).tolist()
-    started = time.perf_counter()
-    for first in range(0, n_tokens, BATCH_TOKENS):
-        _decode(lm, tokens[first : first + BATCH_TOKENS], first)
-    return time.perf_counter() - started
-
-
-def greedy_decode(lm: RawLm, first_position: int, n_tokens: int) -> float:
-    """Seconds for `n_tokens` greedy steps after the cached prompt (argmax over every token)."""
-    started = time.perf_counter()
-    for position in range(first_position, first_position + n_tokens):
-        logits = np.ctypeslib.as_array(
-            llama_cpp.llama_get_logits_ith(lm.ctx, -1), shape=(lm.n_vocab,)
-        )  # (n_vocab,) float32 view
-        _decode(lm, [int(np.argmax(logits))], position)
-    return time.perf_counter() - started
+CPU_TORCH = torch.device("cpu")
 
 
 def measure_run(
@@ -169,7 +93,7 @@ def orpheus_window(model: ModelSpec, threads: int) -> CodecWindow:
     options = apply_options(orpheus.OrpheusOptions(), model.options, f"model {model.name}")
     frames = options.first_chunk_frames + options.context_right
     set_torch_threads(threads)
-    decoder = SnacDecoder(_local_path(model, "codec"), torch.device("cpu"), options.codec_noise)
+    decoder = SnacDecoder(_local_path(model, "codec"), CPU_TORCH, options.codec_noise)
     rng = np.random.default_rng(SEED)
     levels = [
         rng.integers(0, SNAC_CODEBOOK_SIZE, size=frames * per_frame)  # (F,), (2F,), (4F,) int64
@@ -207,7 +131,26 @@ def outetts_window(model: ModelSpec, threads: int) -> CodecWindow:
     )
 
 
-CODEC_WINDOWS = {"orpheus": orpheus_window, "outetts": outetts_window}
+def qwen3_window(model: ModelSpec, threads: int) -> CodecWindow:
+    """Qwen3-TTS: the 12 Hz decoder, `first_chunk_frames` frames of 16 codes (no lookahead)."""
+    options = apply_options(qwen3tts.Qwen3Options(), model.options, f"model {model.name}")
+    set_torch_threads(threads)
+    codec = load_qwen3_codec(_local_path(model, "model") / "speech_tokenizer", CPU_TORCH)
+    frames = options.first_chunk_frames
+    codes = np.random.default_rng(SEED).integers(
+        0, codec.config.codebook_size, size=(frames, codec.config.num_quantizers)
+    )  # (F, Q) int64
+    return CodecWindow(
+        n_ctx=qwen3tts.PROMPT_ROWS_MAX + options.max_frames,  # as the engine sizes the talker's
+        frame_tokens=codec.config.num_quantizers,
+        first_window_frames=frames,
+        decode=lambda: codec.decode(codes),
+        samples_per_frame=codec.samples_per_frame,
+        sample_rate=codec.sample_rate,
+    )
+
+
+CODEC_WINDOWS = {"orpheus": orpheus_window, "outetts": outetts_window, "qwen3tts": qwen3_window}
 """Engine → how to size its context and time its first codec window."""
 
 
@@ -239,6 +182,49 @@ def _reply(message: dict[str, Any]) -> None:
     print(json.dumps(message), flush=True)
 
 
+class _TokenLmRuns:
+    """Orpheus, OuteTTS: a token-input model; greedy decode of `decode_tokens` tokens."""
+
+    def __init__(self, lm: RawLm, decode_tokens: int) -> None:
+        self._lm = lm
+        self._decode_tokens = decode_tokens
+
+    def warm_up(self, rng: np.random.Generator) -> None:
+        prefill(self._lm, WARMUP_PROMPT_TOKENS, rng)
+        greedy_decode(self._lm, WARMUP_PROMPT_TOKENS, WARMUP_DECODE_TOKENS)
+
+    def measure(self, prompt_lengths: Sequence[int], rng: np.random.Generator) -> dict[str, Any]:
+        return measure_run(self._lm, prompt_lengths, self._decode_tokens, rng)
+
+
+class _Qwen3Runs:
+    """Qwen3-TTS: talker and code predictor; greedy decode of `decode_frames` frames."""
+
+    def __init__(self, raw: raw_qwen3.Qwen3Raw, decode_frames: int) -> None:
+        self._raw = raw
+        self._decode_frames = decode_frames
+
+    def warm_up(self, rng: np.random.Generator) -> None:
+        raw_qwen3.warm_up(self._raw, rng)
+
+    def measure(self, prompt_lengths: Sequence[int], rng: np.random.Generator) -> dict[str, Any]:
+        return raw_qwen3.measure_run(self._raw, prompt_lengths, self._decode_frames, rng)
+
+
+@contextlib.contextmanager
+def open_runs(
+    model: ModelSpec, window: CodecWindow, threads: int, decode_tokens: int, decode_frames: int
+) -> Iterator[_TokenLmRuns | _Qwen3Runs]:
+    """The loaded raw model(s) of `model`, ready to measure."""
+    if model.engine == "qwen3tts":
+        model_dir = _local_path(model, "model")
+        with raw_qwen3.open_qwen3(model, model_dir, window.n_ctx, threads) as raw:
+            yield _Qwen3Runs(raw, decode_frames)
+    else:
+        with raw_lm(_local_path(model, "model"), window.n_ctx, threads) as lm:
+            yield _TokenLmRuns(lm, decode_tokens)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve measurement requests from stdin (see the module docstring)."""
     parser = argparse.ArgumentParser(prog="python -m wyoming_multitts.bench.ceiling")
@@ -246,24 +232,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("model")
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--decode-tokens", type=int, required=True)
+    parser.add_argument("--decode-frames", type=int, required=True)
     args = parser.parse_args(argv)
 
     model = load_catalog(args.catalog).models[args.model]
     window = CODEC_WINDOWS[model.engine](model, args.threads)
-    n_ctx = window.n_ctx
 
-    llama_cpp.llama_backend_init()
-    quiet = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
-    llama_cpp.llama_log_set(quiet, ctypes.c_void_p(0))
+    quiet_llama_cpp()
     rng = np.random.default_rng(SEED)
     started = time.perf_counter()
-    with raw_lm(_local_path(model, "model"), n_ctx, args.threads) as lm:
+    with open_runs(model, window, args.threads, args.decode_tokens, args.decode_frames) as runs:
         load_s = time.perf_counter() - started
-        prefill(lm, WARMUP_PROMPT_TOKENS, rng)  # graph allocation, page-in of the weights
-        greedy_decode(lm, WARMUP_PROMPT_TOKENS, WARMUP_DECODE_TOKENS)
-        _reply({"load_s": load_s, "n_ctx": n_ctx})
+        runs.warm_up(rng)  # graph allocation, page-in of the weights
+        _reply({"load_s": load_s, "n_ctx": window.n_ctx})
         for line in sys.stdin:
-            _reply(measure_run(lm, json.loads(line)["prompt_tokens"], args.decode_tokens, rng))
+            _reply(runs.measure(json.loads(line)["prompt_tokens"], rng))
 
     _reply(
         {

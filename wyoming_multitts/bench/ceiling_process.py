@@ -17,7 +17,9 @@ STOP_TIMEOUT = 30.0
 class CeilingProcess:
     """A running `ceiling` worker for one model: loaded and warmed up once started."""
 
-    def __init__(self, catalog: Path, model: str, threads: int, decode_tokens: int) -> None:
+    def __init__(
+        self, catalog: Path, model: str, threads: int, decode_tokens: int, decode_frames: int
+    ) -> None:
         self.model = model
         self._process = subprocess.Popen(
             [
@@ -28,6 +30,7 @@ class CeilingProcess:
                 model,
                 f"--threads={threads}",
                 f"--decode-tokens={decode_tokens}",
+                f"--decode-frames={decode_frames}",
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

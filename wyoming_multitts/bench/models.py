@@ -17,9 +17,11 @@ _LOGGER = logging.getLogger(__name__)
 GENERATED_CATALOG = "voices.yaml"
 """The catalog `python -m wyoming_multitts.modelgen SIZE DIR` writes next to the models."""
 BENCH_CATALOG = "benchmark-voices.yaml"
-"""The benchmark's copy of it: absolute paths and the benchmark's `max_tokens`."""
-BENCHMARKED_ENGINES = ("orpheus", "outetts")
+"""The benchmark's copy of it: absolute paths and the benchmark's work cap per request."""
+BENCHMARKED_ENGINES = ("orpheus", "outetts", "qwen3tts")
 """Engines whose models get a raw ceiling (`ceiling.CODEC_WINDOWS` knows their codec)."""
+FRAME_CAPPED_ENGINES = ("qwen3tts",)
+"""Engines whose work per request is capped in frames (`max_frames`), not in tokens."""
 
 
 class BenchError(RuntimeError):
@@ -49,15 +51,25 @@ def _files_present(catalog: Catalog) -> bool:
     )
 
 
-def write_bench_catalog(source: Path, destination: Path, max_tokens: int) -> Catalog:
-    """Copy catalog `source` to `destination` with `max_tokens` for every model; return it.
+def work_cap(engine: str, max_tokens: int, max_frames: int) -> dict[str, int]:
+    """The catalog option that caps a request's work for a model of `engine`."""
+    if engine in FRAME_CAPPED_ENGINES:
+        return {"max_frames": max_frames}
+    return {"max_tokens": max_tokens}
+
+
+def write_bench_catalog(
+    source: Path, destination: Path, max_tokens: int, max_frames: int
+) -> Catalog:
+    """Copy catalog `source` to `destination` with `work_cap` for every model; return it.
 
     Random weights rarely sample a stop token, so every request generates exactly `max_tokens`
-    tokens: the cap fixes the work per request.
+    tokens (`max_frames` frames): the cap fixes the work per request.
     """
     doc: dict[str, Any] = yaml.safe_load(source.read_text(encoding="utf-8"))
     for model in doc["models"].values():
-        model["options"] = {**model.get("options", {}), "max_tokens": max_tokens}
+        cap = work_cap(model["engine"], max_tokens, max_frames)
+        model["options"] = {**model.get("options", {}), **cap}
         for ref in model["files"].values():
             if "path" in ref:
                 ref["path"] = str((source.parent / ref["path"]).resolve())
@@ -65,15 +77,17 @@ def write_bench_catalog(source: Path, destination: Path, max_tokens: int) -> Cat
     return load_catalog(destination)
 
 
-def benchmarked_voices(catalog: Catalog, voices_per_model: int) -> dict[str, list[str]]:
-    """Model name → its first `voices_per_model` voices, per model of a benchmarked engine."""
+def benchmarked_voices(
+    catalog: Catalog, voices_per_model: int, engines: tuple[str, ...] = BENCHMARKED_ENGINES
+) -> dict[str, list[str]]:
+    """Model name → its first `voices_per_model` voices, per model of the `engines`."""
     chosen: dict[str, list[str]] = {}
     for voice in catalog.voices.values():
-        if catalog.models[voice.model].engine not in BENCHMARKED_ENGINES:
+        if catalog.models[voice.model].engine not in engines:
             continue
         voices = chosen.setdefault(voice.model, [])
         if len(voices) < voices_per_model:
             voices.append(voice.name)
     if not chosen:
-        raise BenchError(f"{catalog.path}: no voices of {', '.join(BENCHMARKED_ENGINES)}")
+        raise BenchError(f"{catalog.path}: no voices of {', '.join(engines)}")
     return chosen

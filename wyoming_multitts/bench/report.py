@@ -29,10 +29,14 @@ class BenchSettings:
     runs: int
     """Timed requests per voice and mode, and raw-ceiling runs."""
     max_tokens: int
-    """Tokens generated per request (the catalog's `max_tokens` for every model)."""
+    """Tokens generated per request (the catalog's `max_tokens` for token-capped models)."""
+    max_frames: int
+    """Frames generated per request (the catalog's `max_frames` for frame-capped models)."""
     text: str
     voices_limit: int
     """Voices benchmarked per model."""
+    engines: tuple[str, ...]
+    """Engines whose models are benchmarked."""
     json_path: Path | None
 
     @property
@@ -81,7 +85,8 @@ def render_markdown(report: Report) -> str:
     lines = [
         "# wyoming-multitts benchmark",
         "",
-        f"- Models: {s.size} random-weight models; max_tokens {s.max_tokens} per request; "
+        f"- Models: {s.size} random-weight models; max_tokens {s.max_tokens} "
+        f"(Qwen3-TTS: max_frames {s.max_frames}) per request; "
         f"runs per row: {s.runs}; threads: {s.threads}",
         f'- Text ({len(s.text)} characters): "{s.text}"',
         f"- Machine: {m.cpu}, {m.cores} cores, {m.ram_gib:.1f} GiB RAM; Python {m.python}; "
@@ -187,7 +192,27 @@ def render_markdown(report: Report) -> str:
             for row, x in summaries
         ],
     )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _split_table(summaries)) + "\n"
+
+
+def _split_table(summaries: list[tuple[Row, dict[str, Any]]]) -> list[str]:
+    """Milliseconds per frame of each stage, server beside raw, for multi-stage engines."""
+    rows = []
+    for row, x in summaries:
+        raw = row.ceiling.split_s_per_frame
+        for stage, seconds in x["split_s_per_frame"].items():
+            raw_ms = f"{raw[stage] * 1000:.3g}" if stage in raw else "-"
+            rows.append([row.model, row.voice, row.mode, stage, f"{seconds * 1000:.3g}", raw_ms])
+    if not rows:
+        return []
+    return [
+        "",
+        "## Stage split (ms per frame)",
+        "",
+        "Server: the engine's `split` log lines over the frames it generated; raw: the ceiling's "
+        "greedy frames (codec: its first window, per frame).",
+        "",
+    ] + _table(["model", "voice", "mode", "stage", "server ms", "raw ms"], rows)
 
 
 def report_json(report: Report) -> dict[str, Any]:

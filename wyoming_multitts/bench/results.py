@@ -62,6 +62,9 @@ class Ceiling:
     codec_window_frames: int
     codec_window_audio_s: float
     frame_tokens: int
+    split_s_per_frame: dict[str, float]
+    """Stage → seconds per frame of the raw decode (Qwen3-TTS: talker, predictor), plus the
+    codec's per frame of its first window; empty for single-stage engines."""
     system_info: str
     raw: dict[str, Any]
     """Everything the `ceiling` process printed, per-run values included."""
@@ -93,6 +96,7 @@ class Ceiling:
             codec_window_frames=raw["first_window_frames"],
             codec_window_audio_s=raw["codec"]["audio_s"],
             frame_tokens=raw["frame_tokens"],
+            split_s_per_frame=_raw_split(runs, raw),
             system_info=raw["system_info"],
             raw=raw,
         )
@@ -107,6 +111,22 @@ class Ceiling:
         return (
             self.prefill_s[prompt_tokens] + window_tokens / self.decode_tok_s + self.codec_window_s
         )
+
+
+def _raw_split(runs: list[dict[str, Any]], raw: dict[str, Any]) -> dict[str, float]:
+    """Median seconds per frame of each stage over the undisturbed raw runs, and the codec's."""
+    split_runs = [run for run in runs if "split_s_per_frame" in run]
+    if not split_runs:
+        return {}
+    others = [run["others_cores"] for run in split_runs]
+    split = {
+        stage: statistics.median(
+            undisturbed([run["split_s_per_frame"][stage] for run in split_runs], others)
+        )
+        for stage in split_runs[0]["split_s_per_frame"]
+    }
+    codec_runs = raw["codec"]["window_s_runs"]
+    return {**split, "codec": statistics.median(codec_runs) / raw["first_window_frames"]}
 
 
 @dataclass(frozen=True)
@@ -127,6 +147,15 @@ class RequestRecord:
     def prefill_tok_s(self) -> float:
         """Prompt tokens per second of the server's prefill."""
         return sum(p.prompt_tokens for p in self.pieces) / sum(p.prefill_s for p in self.pieces)
+
+    def split_s_per_frame(self) -> dict[str, float]:
+        """Stage → seconds per generated frame over the pieces' `split` lines (empty if none)."""
+        frames = sum(p.frames for p in self.pieces)
+        stages = {stage for p in self.pieces for stage in p.split_s}
+        return {
+            stage: sum(p.split_s.get(stage, 0.0) for p in self.pieces) / frames
+            for stage in sorted(stages)
+        }
 
     @property
     def codec_s_per_audio_s(self) -> float:
@@ -158,6 +187,7 @@ class Row:
             return statistics.median(values)
 
         ttfa = median([r.timing.ttfa_s for r in requests])
+        splits = [r.split_s_per_frame() for r in requests]
         decode = median([r.decode_tok_s for r in requests])
         ideal = self.ceiling.ideal_first_audio_s(self.prompt_tokens)
         return {
@@ -176,6 +206,9 @@ class Row:
             "ideal_first_audio_s": ideal,
             "decode_ratio": decode / self.ceiling.decode_tok_s,
             "first_audio_ratio": ttfa / ideal,
+            "split_s_per_frame": {
+                stage: median([split[stage] for split in splits]) for stage in splits[0]
+            },
         }
 
 

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .models import BenchError
@@ -27,7 +27,11 @@ STATS_LINE = re.compile(
     r"frames=(?P<frames>\d+) prefill_s=(?P<prefill_s>[\d.]+) decode_s=(?P<decode_s>[\d.]+) "
     r"codec_s=(?P<codec_s>[\d.]+)"
 )
-"""The INFO line `engines/orpheus.py` logs once per text piece."""
+"""The INFO line every engine logs once per text piece (`engines.base.log_piece_stats`)."""
+SPLIT_LINE = re.compile(r"split voice=(?P<voice>\S+) (?P<fields>.*)")
+"""The INFO line an engine of several stages logs after a piece's stats line, e.g. Qwen3-TTS:
+`split voice=… talker_s=… predictor_s=… codec_s=… end=eos`."""
+SPLIT_FIELD = re.compile(r"(?P<stage>\w+)_s=(?P<seconds>[\d.]+)")
 LOAD_LINE = re.compile(r"Loaded model (?P<model>\S+) \(.*?\) on \S+ in (?P<seconds>[\d.]+) s")
 """The INFO line `registry.py` logs when a model has loaded."""
 
@@ -43,6 +47,8 @@ class PieceStats:
     prefill_s: float
     decode_s: float
     codec_s: float
+    split_s: dict[str, float] = field(default_factory=dict)
+    """Seconds per stage (`talker`, `predictor`, `codec`, …) from the engine's `split` line."""
 
     @classmethod
     def parse(cls, line: str) -> "PieceStats | None":
@@ -129,12 +135,23 @@ class BenchServer:
         return complete.decode("utf-8", errors="replace").splitlines()
 
     def new_stats(self) -> list[PieceStats]:
-        """The `stats` lines logged since the last call.
+        """The `stats` lines logged since the last call, each with its `split` line if any.
 
         The engine logs a piece's line before the handler sends that piece's `audio-stop`, so
         once a request's last event has arrived, all of its lines are in the log.
         """
-        return [s for s in map(PieceStats.parse, self.new_log_lines()) if s is not None]
+        pieces: list[PieceStats] = []
+        for line in self.new_log_lines():
+            stats = PieceStats.parse(line)
+            split = SPLIT_LINE.search(line)
+            if stats is not None:
+                pieces.append(stats)
+            elif split is not None and pieces and pieces[-1].voice == split["voice"]:
+                seconds = {
+                    f["stage"]: float(f["seconds"]) for f in SPLIT_FIELD.finditer(split["fields"])
+                }
+                pieces[-1] = replace(pieces[-1], split_s=seconds)
+        return pieces
 
     def load_seconds(self, model: str) -> float | None:
         """Load time of `model` from the log (None if it did not log one)."""

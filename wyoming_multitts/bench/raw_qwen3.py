@@ -1,0 +1,133 @@
+"""Raw ceiling of Qwen3-TTS: the talker and the code predictor through llama.cpp's C API.
+
+Per frame the server runs one talker step (one embedding row in; logits and hidden state out)
+and the code predictor from a fresh cache: 2 rows (talker hidden state, code-0 embedding), then
+14 single rows, each followed by its numpy head (the heads are tables, not in the GGUF) and a
+sample. The ceiling does the same work with greedy argmax and fixed random input rows: what is
+left to the server's loop is sampling, the sum of the 16 codebook embeddings and Python.
+Tokens are counted as the server's `stats` line counts them: the 16 codes of a frame.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import llama_cpp
+import numpy as np
+
+from ..catalog import ModelSpec
+from ..engines import qwen3tts
+from ..options import apply_options
+from .machine import cpu_clock, others_cores
+from .raw_llama import RawLm, decode_rows, last_hidden, last_logits, prefill, raw_lm
+
+PREDICTOR_PREFILL_ROWS = 2
+"""The predictor's first input: the talker's hidden state and the embedding of code 0."""
+
+
+@dataclass
+class Qwen3Raw:
+    """The talker and predictor contexts, the predictor heads and fixed random input rows."""
+
+    talker: RawLm
+    predictor: RawLm
+    heads: np.ndarray
+    """(G-1, codebook, predictor hidden) float32: one head per predicted code."""
+    codebook_size: int
+    talker_row: np.ndarray
+    """(1, talker hidden) float32: the input of every talker step."""
+    predictor_rows: np.ndarray
+    """(2, predictor hidden) float32: the input of every predictor prefill."""
+    code_rows: np.ndarray
+    """(codebook, predictor hidden) float32: the input row of each predicted code."""
+
+    @property
+    def codes_per_frame(self) -> int:
+        """Code 0 from the talker, the rest from the predictor (16 for the released models)."""
+        return len(self.heads) + 1
+
+    def frame(self, position: int) -> tuple[float, float]:
+        """One frame at talker `position`: (talker seconds, predictor seconds)."""
+        started = time.perf_counter()
+        decode_rows(self.talker, self.talker_row, position)
+        np.argmax(last_logits(self.talker)[: self.codebook_size])  # code 0
+        last_hidden(self.talker)  # the predictor's first row (its value does not change speed)
+        talked = time.perf_counter()
+
+        predictor = self.predictor
+        llama_cpp.llama_memory_clear(predictor.memory, True)
+        decode_rows(predictor, self.predictor_rows, 0)
+        for i, head in enumerate(self.heads):
+            state = last_hidden(predictor)  # (Hp,)
+            code = int(np.argmax(np.einsum(qwen3tts.SINGLE_THREADED_MATMUL, head, state[None])[0]))
+            if i + 1 < len(self.heads):
+                decode_rows(predictor, self.code_rows[code][None], PREDICTOR_PREFILL_ROWS + i)
+        return talked - started, time.perf_counter() - talked
+
+
+@contextlib.contextmanager
+def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> Iterator[Qwen3Raw]:
+    """The converted talker (context of `n_ctx` rows) and predictor of `model`'s release folder
+    `model_dir`, converting it first if the server has not yet."""
+    where = f"model {model.name}"
+    options = apply_options(qwen3tts.Qwen3Options(), model.options, where)
+    converted = qwen3tts.convert_once(model_dir, options.matrix_type, where)
+    config = converted.config
+    with np.load(converted.tables) as npz:
+        heads = npz["predictor_heads"].astype(np.float32)  # (G-1, codebook, Hp)
+    rng = np.random.default_rng(0)
+    with contextlib.ExitStack() as stack:
+        talker = stack.enter_context(raw_lm(converted.talker, n_ctx, threads, rows=True))
+        predictor = stack.enter_context(
+            raw_lm(
+                converted.code_predictor,
+                config.num_code_groups,
+                threads,
+                n_batch=PREDICTOR_PREFILL_ROWS,
+                rows=True,
+            )
+        )
+        yield Qwen3Raw(
+            talker,
+            predictor,
+            heads,
+            config.codebook_size,
+            rng.standard_normal((1, talker.n_embd), dtype=np.float32),
+            rng.standard_normal((PREDICTOR_PREFILL_ROWS, predictor.n_embd), dtype=np.float32),
+            rng.standard_normal((config.codebook_size, predictor.n_embd), dtype=np.float32),
+        )
+
+
+def warm_up(raw: Qwen3Raw, rng: np.random.Generator) -> None:
+    """Graph allocation and page-in of the weights: a short prompt and two frames."""
+    prefill(raw.talker, 8, rng)
+    for position in (8, 9):
+        raw.frame(position)
+
+
+def measure_run(
+    raw: Qwen3Raw, prompt_lengths: Sequence[int], decode_frames: int, rng: np.random.Generator
+) -> dict[str, Any]:
+    """Prefill each prompt length (random rows) on a cleared cache, then `decode_frames` frames
+    after the longest; codes per second and the talker/predictor split per frame."""
+    lengths = sorted(set(prompt_lengths))
+    clock = cpu_clock()
+    prefill_s = {str(length): prefill(raw.talker, length, rng) for length in lengths}
+    talker_s = predictor_s = 0.0
+    for frame in range(decode_frames):
+        talked, predicted = raw.frame(lengths[-1] + frame)
+        talker_s += talked
+        predictor_s += predicted
+    return {
+        "prefill_s": prefill_s,
+        "decode_tok_s": decode_frames * raw.codes_per_frame / (talker_s + predictor_s),
+        "split_s_per_frame": {
+            "talker": talker_s / decode_frames,
+            "predictor": predictor_s / decode_frames,
+        },
+        "others_cores": others_cores(clock, cpu_clock()),
+    }
