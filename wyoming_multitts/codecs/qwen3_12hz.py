@@ -26,8 +26,9 @@ import json
 import logging
 import math
 from dataclasses import dataclass, fields
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Any, Callable, Protocol, cast
 
 import numpy as np
 import torch
@@ -321,10 +322,46 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-class Attention(nn.Module):
-    """Multi-head attention with RoPE (NEOX halves) and a causal sliding-window mask."""
+def rope_inv_freq(head_dim: int, theta: float) -> torch.Tensor:
+    """RoPE inverse frequencies θ^(-2i/head_dim), i < head_dim / 2 (transformers' default)."""
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
+    return 1.0 / theta**exponents  # (hd/2,)
 
-    def __init__(self, config: Qwen3CodecConfig) -> None:
+
+def rope_and_mask(
+    length: int, inv_freq: torch.Tensor, window: int | None, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """cos, sin (T, hd) of positions 0…T-1 and the causal mask (T_q, T_k), True = attend; with a
+    `window` each position sees itself and the window - 1 positions before it."""
+    positions = torch.arange(length, device=inv_freq.device, dtype=torch.float32)
+    freqs = positions[:, None] * inv_freq[None, :]  # (T, hd/2)
+    angles = torch.cat((freqs, freqs), dim=-1)  # (T, hd)
+    offset = positions[:, None] - positions[None, :]  # (T_q, T_k): query - key
+    mask = offset >= 0
+    if window is not None:
+        mask &= offset < window
+    return angles.cos().to(dtype), angles.sin().to(dtype), mask
+
+
+class AttentionShape(Protocol):
+    """The config fields attention needs (the decoder's and the encoder's configs both fit)."""
+
+    @property
+    def hidden_size(self) -> int: ...
+    @property
+    def num_attention_heads(self) -> int: ...
+    @property
+    def num_key_value_heads(self) -> int: ...
+    @property
+    def attention_bias(self) -> bool: ...
+    @property
+    def attention_head_dim(self) -> int: ...
+
+
+class Attention(nn.Module):
+    """Multi-head attention with RoPE (NEOX halves) and a given mask (causal, maybe windowed)."""
+
+    def __init__(self, config: AttentionShape) -> None:
         super().__init__()
         head_dim = config.attention_head_dim
         bias = config.attention_bias
@@ -362,14 +399,17 @@ class Mlp(nn.Module):
 
 
 class TransformerLayer(nn.Module):
-    """Pre-norm block; both residual branches scaled by LayerScale."""
+    """Pre-norm block; both residual branches scaled by LayerScale. The decoder's has RMSNorms and
+    a SwiGLU MLP, the encoder's (qwen3_12hz_encoder) LayerNorms and a GELU MLP."""
 
-    def __init__(self, config: Qwen3CodecConfig) -> None:
+    def __init__(
+        self, config: AttentionShape, mlp: nn.Module, norm: Callable[[], nn.Module]
+    ) -> None:
         super().__init__()
         self.self_attn = Attention(config)
-        self.mlp = Mlp(config)
-        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.mlp = mlp
+        self.input_layernorm = norm()
+        self.post_attention_layernorm = norm()
         self.self_attn_layer_scale = LayerScale(config.hidden_size)
         self.mlp_layer_scale = LayerScale(config.hidden_size)
 
@@ -387,25 +427,20 @@ class Transformer(nn.Module):
 
     def __init__(self, config: Qwen3CodecConfig) -> None:
         super().__init__()
+        norm = partial(RMSNorm, config.hidden_size, config.rms_norm_eps)
         self.layers = nn.ModuleList(
-            [TransformerLayer(config) for _ in range(config.num_hidden_layers)]
+            [TransformerLayer(config, Mlp(config), norm) for _ in range(config.num_hidden_layers)]
         )
-        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.norm = norm()
         self.input_proj = nn.Linear(config.latent_dim, config.hidden_size)
         self.output_proj = nn.Linear(config.hidden_size, config.latent_dim)
-        head_dim = config.attention_head_dim
-        exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
-        self.register_buffer("inv_freq", 1.0 / config.rope_theta**exponents, persistent=False)
+        inv_freq = rope_inv_freq(config.attention_head_dim, config.rope_theta)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
         self._window = config.sliding_window
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _, T, _ = x.shape  # x : (B, T, latent_dim)
-        positions = torch.arange(T, device=x.device, dtype=torch.float32)
-        freqs = positions[:, None] * self.inv_freq[None, :]  # (T, hd/2)
-        angles = torch.cat((freqs, freqs), dim=-1)  # (T, hd)
-        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-        offset = positions[:, None] - positions[None, :]  # (T_q, T_k): query - key
-        mask = (offset >= 0) & (offset < self._window)  # (T_q, T_k) bool, True = attend
+        cos, sin, mask = rope_and_mask(T, self.inv_freq, self._window, x.dtype)
         h = self.input_proj(x)  # (B, T, hidden)
         for layer in self.layers:
             h = layer(h, cos, sin, mask)
@@ -507,14 +542,18 @@ class Qwen3Codec12Hz(nn.Module):
         left: int | None = None,
         first_chunk: int = 1,
         max_chunk: int = 8,
+        start: int = 0,
     ) -> WindowedDecoder:
         """A `WindowedDecoder` over the frames `codes_of(first, end)` ((end - first, Q) int) of a
         growing utterance. `left` frames of context per window (default receptive_frames: the
         stream equals `decode` of the whole utterance; fewer only saves transformer work and
-        makes frames differ); no lookahead is needed."""
+        makes frames differ); no lookahead is needed. The first `start` frames are context only
+        (a voice clone's reference): their audio is never decoded or emitted."""
         left = self.receptive_frames if left is None else left
-        window = _StreamWindow(self, codes_of)
-        return WindowedDecoder(window, self.samples_per_frame, left, 0, first_chunk, max_chunk)
+        window = _StreamWindow(self, codes_of, start)
+        decoder = WindowedDecoder(window, self.samples_per_frame, left, 0, first_chunk, max_chunk)
+        decoder.emitted = start
+        return decoder
 
 
 class _StreamWindow:
@@ -524,10 +563,12 @@ class _StreamWindow:
     start where the previous window ended; only those go through the convolution stack and the
     context frames' audio, which `WindowedDecoder` drops anyway, is left as zeros."""
 
-    def __init__(self, codec: Qwen3Codec12Hz, codes_of: Callable[[int, int], np.ndarray]) -> None:
+    def __init__(
+        self, codec: Qwen3Codec12Hz, codes_of: Callable[[int, int], np.ndarray], start: int = 0
+    ) -> None:
         self._codec = codec
         self._codes_of = codes_of
-        self._decoded_until = 0
+        self._decoded_until = start
 
     def __call__(self, first: int, end: int) -> np.ndarray:
         context = min(max(0, self._decoded_until - first), end - first)
