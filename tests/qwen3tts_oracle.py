@@ -4,7 +4,8 @@ Run it with the oracle environment's Python (script/make-qwen-tts-oracle-env), n
 server's: qwen-tts pins transformers 4.57.3.
 
     local/qwen-tts-venv/bin/python tests/qwen3tts_oracle.py MODEL_DIR OUT.npz \\
-        [--text TEXT] [--speaker ryan] [--language english] [--frames 4]
+        [--text TEXT] [--speaker ryan] [--language english] [--frames 4] \\
+        [--ref-audio REF.wav [--ref-text TEXT] [--x-vector-only]]
 
 MODEL_DIR is a snapshot in the official layout (ours from `modelgen.qwen3tts`, or a real
 download). The script loads it the way the release is loaded
@@ -30,8 +31,23 @@ decoder. It prints one JSON line (keys checked, frames, seconds) and writes OUT.
     text, speaker, language, repetition_penalty
 
 S = F + 1 talker steps: qwen-tts samples code 0 of a frame in one step and runs the code
-predictor for it in the next, so `max_new_tokens = F + 1` yields F whole frames. For Base (and
-VoiceDesign) models only the state-dict check runs and the generation arrays are absent.
+predictor for it in the next, so `max_new_tokens = F + 1` yields F whole frames.
+
+For Base models given `--ref-audio`, the script clones greedily through the public API,
+`Qwen3TTSModel.generate_voice_clone(text, language, ref_audio=PATH, ref_text=…,
+x_vector_only_mode=…)` (its default streaming-text mode), records what it computed on the way
+and writes, besides the talker arrays above (no predictor ones):
+
+    ref_audio            (n,) f32       the reference as qwen-tts loads it (librosa, native rate)
+    mel_filters          (128, 513) f32 librosa.filters.mel(sr=24000, n_fft=1024, n_mels=128,
+                                        fmin=0, fmax=12000)
+    mel                  (128, frames)  qwen-tts `mel_spectrogram` of ref_audio (24 kHz only)
+    x_vector             (H,) f32       the speaker encoder's embedding of the reference
+    ref_codes            (T_ref, G)     ICL only: the speech tokenizer's codes of the reference
+    pcm                  (F*1920,) f32  generate_voice_clone's audio (ICL: reference codes
+                                        prepended, decoded, the reference's share cut off)
+
+Without `--ref-audio`, Base (and VoiceDesign) models get only the state-dict check.
 """
 
 from __future__ import annotations
@@ -141,6 +157,70 @@ class Recorder:
         return hook
 
 
+def clone_voice(tts: Any, args: argparse.Namespace) -> dict[str, np.ndarray]:
+    """Greedy `generate_voice_clone` of args.text from args.ref_audio, with what it computed."""
+    import librosa  # pylint: disable=import-outside-toplevel
+    import torch  # pylint: disable=import-outside-toplevel
+    from qwen_tts.core.models.modeling_qwen3_tts import (  # pylint: disable=import-outside-toplevel
+        mel_spectrogram,
+    )
+
+    model = tts.model
+    recorder = Recorder(model)
+    seen: dict[str, Any] = {}
+    generate = model.generate
+
+    def recording_generate(*gen_args: Any, **kwargs: Any) -> Any:
+        output = generate(*gen_args, **kwargs)
+        seen.update(prompt=kwargs["voice_clone_prompt"], input_ids=kwargs["input_ids"][0])
+        seen.update(codes=output[0][0])
+        return output
+
+    model.generate = recording_generate
+    wavs, _ = tts.generate_voice_clone(
+        text=args.text,
+        language=args.language,
+        ref_audio=str(args.ref_audio),
+        ref_text=args.ref_text,
+        x_vector_only_mode=args.x_vector_only,
+        do_sample=False,
+        subtalker_dosample=False,
+        max_new_tokens=args.frames + 1,
+    )
+    audio, rate = tts._load_audio_to_np(str(args.ref_audio))  # pylint: disable=protected-access
+    result = {
+        "text": np.array(args.text),
+        "language": np.array(args.language),
+        "input_ids": seen["input_ids"][0].cpu().numpy().astype(np.int64),
+        "prefill_embeddings": recorder.talker_inputs[0],
+        "step_embeddings": np.concatenate(recorder.talker_inputs[1:]),
+        "talker_logits": np.stack(recorder.talker_logits),
+        "talker_hidden": np.stack(recorder.talker_hidden),
+        "codes": seen["codes"].cpu().numpy().astype(np.int64),
+        "pcm": np.asarray(wavs[0], np.float32),
+        "ref_audio": audio,
+        "mel_filters": librosa.filters.mel(sr=24000, n_fft=1024, n_mels=128, fmin=0, fmax=12000),
+        "x_vector": seen["prompt"]["ref_spk_embedding"][0].float().cpu().numpy(),
+    }
+    if rate == 24000:
+        with torch.inference_mode():
+            mel = mel_spectrogram(
+                torch.from_numpy(audio)[None],
+                n_fft=1024,
+                num_mels=128,
+                sampling_rate=24000,
+                hop_size=256,
+                win_size=1024,
+                fmin=0,
+                fmax=12000,
+            )
+        result["mel"] = mel[0].numpy()
+    ref_code = seen["prompt"]["ref_code"][0]
+    if ref_code is not None:
+        result["ref_codes"] = ref_code.cpu().numpy().astype(np.int64)
+    return result
+
+
 def main() -> None:
     """Parse the command line, load the model, record, write the npz, print a summary."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -150,6 +230,9 @@ def main() -> None:
     parser.add_argument("--speaker", default="ryan")
     parser.add_argument("--language", default="english")
     parser.add_argument("--frames", type=int, default=4)
+    parser.add_argument("--ref-audio", type=Path)
+    parser.add_argument("--ref-text")
+    parser.add_argument("--x-vector-only", action="store_true")
     args = parser.parse_args()
 
     stub_torchaudio()
@@ -207,6 +290,9 @@ def main() -> None:
             pcm=pcm.detach().float().cpu().numpy(),
         )
         summary.update(frames=int(codes.shape[0]), samples=int(pcm.shape[0]))
+    elif model.tts_model_type == "base" and args.ref_audio is not None:
+        result.update(clone_voice(tts, args))
+        summary.update(frames=len(result["codes"]), samples=len(result["pcm"]))
     np.savez(args.out, **result)
     summary["seconds"] = round(time.monotonic() - start, 2)
     print(json.dumps(summary))

@@ -328,11 +328,6 @@ def test_estimate_covers_the_files(snapshot: Path) -> None:
     assert estimate > files - (snapshot / "model.safetensors").stat().st_size
 
 
-def test_base_models_are_refused(tiny_dir: Path) -> None:
-    with pytest.raises(EngineError, match=r"Base \(voice cloning\).*CustomVoice"):
-        load_engine(tiny_dir / tiny_models.TINY_BASE_DIR)
-
-
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -2,7 +2,9 @@
 
 `voices.yaml` has two mappings. `models:` names each model, its engine, its files (a hub repo or a
 local path per role), its device and engine options. `voices:` names each voice Home Assistant
-sees and the model (and speaker) behind it. Errors name the file and the key to fix.
+sees and the model (and speaker) behind it; a cloned voice also names its reference recording
+(`reference: {path: alice.wav, text: "what it says"}`, or `repo:` + `file:` for one on the hub).
+Errors name the file and the key to fix.
 """
 
 from __future__ import annotations
@@ -65,6 +67,16 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
+class VoiceReference:
+    """A recording a voice-cloning model imitates (`reference:` of a voice)."""
+
+    audio: FileRef
+    """The WAV file: `path:` (relative paths: to the catalog file) or `repo:` + `file:`."""
+    text: str | None = None
+    """What the recording says, word for word; models that can use it clone more closely."""
+
+
+@dataclass(frozen=True)
 class VoiceSpec:
     """One voice Home Assistant can choose: a model plus speaker and per-voice options."""
 
@@ -78,6 +90,8 @@ class VoiceSpec:
     description: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     """Engine options for this voice, over the model's."""
+    reference: VoiceReference | None = None
+    """Reference recording of a cloned voice (Qwen3-TTS Base models), else None."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +145,7 @@ def parse_catalog(doc: Any, path: Path) -> Catalog:
     models = {name: _parse_model(str(name), entry, path) for name, entry in models_doc.items()}
     voices: dict[str, VoiceSpec] = {}
     for name, entry in voices_doc.items():
-        voice = _parse_voice(str(name), entry, f"{where}: voices.{name}")
+        voice = _parse_voice(str(name), entry, f"{where}: voices.{name}", path.parent)
         if voice.model not in models:
             known = ", ".join(sorted(models)) or "none"
             raise CatalogError(
@@ -187,10 +201,12 @@ def _parse_file_ref(ref: Any, where: str, base_dir: Path) -> FileRef:
     )
 
 
-def _parse_voice(name: str, entry: Any, where: str) -> VoiceSpec:
+def _parse_voice(name: str, entry: Any, where: str, base_dir: Path) -> VoiceSpec:
     entry = _mapping(entry, where)
     _check_keys(
-        entry, {"model", "speaker", "speakers", "languages", "description", "options"}, where
+        entry,
+        {"model", "speaker", "speakers", "languages", "description", "options", "reference"},
+        where,
     )
     speakers = tuple(_string(s, f"{where}.speakers") for s in _list(entry.get("speakers"), where))
     languages = tuple(
@@ -209,7 +225,21 @@ def _parse_voice(name: str, entry: Any, where: str) -> VoiceSpec:
         languages=languages,
         description=_optional_string(entry.get("description"), f"{where}.description"),
         options=dict(_mapping(entry.get("options", {}), f"{where}.options")),
+        reference=(
+            None
+            if entry.get("reference") is None
+            else _parse_reference(entry["reference"], f"{where}.reference", base_dir)
+        ),
     )
+
+
+def _parse_reference(ref: Any, where: str, base_dir: Path) -> VoiceReference:
+    ref = _mapping(ref, where)
+    _check_keys(ref, {"path", "repo", "file", "revision", "text"}, where)
+    audio = _parse_file_ref({k: v for k, v in ref.items() if k != "text"}, where, base_dir)
+    if audio.repo is not None and audio.file is None:
+        raise CatalogError(f"{where}: 'repo:' needs 'file:' (the WAV file in that repo)")
+    return VoiceReference(audio=audio, text=_optional_string(ref.get("text"), f"{where}.text"))
 
 
 def _check_keys(doc: Mapping[str, Any], allowed: set[str], where: str) -> None:

@@ -38,7 +38,7 @@ from wyoming.tts import (
 
 from .audio import PCM_CHANNELS, PCM_WIDTH, PcmChunker, to_pcm16
 from .catalog import Catalog, VoiceSpec
-from .engines.base import Engine, VoiceSettings
+from .engines.base import Engine, ReferenceAudio, VoiceSettings
 from .errors import VoiceError
 from .registry import ModelRegistry
 from .text import SentenceSplitter, is_speakable, text_pieces
@@ -80,12 +80,13 @@ class _Request:
     voice: VoiceSpec
     speaker: str | None
 
-    def settings(self) -> VoiceSettings:
+    def settings(self, reference: ReferenceAudio | None = None) -> VoiceSettings:
         return VoiceSettings(
             name=self.voice.name,
             speaker=self.speaker,
             language=self.voice.languages[0],
             options=self.voice.options,
+            reference=reference,
         )
 
 
@@ -317,7 +318,7 @@ class SynthesisHandler(AsyncEventHandler):
 
     async def _speak_cycle(self, request: _Request, text: str, final_event: Event | None) -> None:
         """`audio-start`, chunks of all pieces of `text`, `audio-stop`."""
-        voice = request.settings()
+        voice = request.settings(await self._registry.reference_audio(request.voice))
         started = time.monotonic()
         audio_samples = 0
         chunker = PcmChunker(self._settings.samples_per_chunk)

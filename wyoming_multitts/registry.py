@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator, Mapping
 
-from .catalog import Catalog, ModelSpec
+from .catalog import Catalog, ModelSpec, VoiceSpec
 from .devices import resolve_device
 from .engines import engine_module
-from .engines.base import Engine, EngineError
+from .engines.base import Engine, EngineError, ReferenceAudio
 from .errors import VoiceError
 from .hub import Hub
 
@@ -106,6 +106,18 @@ class ModelRegistry:
         finally:
             slot.holders -= 1
             slot.last_used = time.monotonic()
+
+    async def reference_audio(self, voice: VoiceSpec) -> ReferenceAudio | None:
+        """The voice's reference recording as a local file (fetched from the hub if need be;
+        a local path is not checked here: the engine names it if it cannot read it)."""
+        ref = voice.reference
+        if ref is None:
+            return None
+        if ref.audio.path is not None:
+            return ReferenceAudio(ref.audio.path, ref.text)
+        where = f"voice {voice.name} (reference audio)"
+        path = await asyncio.to_thread(self._settings.hub.fetch_file, ref.audio, where)
+        return ReferenceAudio(path, ref.text)
 
     async def _load(self, slot: _Slot, voice: str) -> Engine:
         spec = slot.spec

@@ -16,6 +16,16 @@ from ..errors import VoiceError
 
 
 @dataclass(frozen=True)
+class ReferenceAudio:
+    """A voice's reference recording (voice cloning), as a local file."""
+
+    path: Path
+    """The WAV file (fetched from the hub when the catalog names a repo)."""
+    text: str | None
+    """Its transcript, if the catalog gives one."""
+
+
+@dataclass(frozen=True)
 class VoiceSettings:
     """The voice a request is spoken in, as the engine sees it."""
 
@@ -27,6 +37,8 @@ class VoiceSettings:
     """Language code of the voice (`en`, `fr`, …)."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Per-voice engine options (over the model's own `options`)."""
+    reference: ReferenceAudio | None = None
+    """The recording a cloned voice imitates (catalog `reference:`), or None."""
 
 
 class Engine(Protocol):

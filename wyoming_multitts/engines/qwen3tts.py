@@ -18,8 +18,16 @@ embeddings plus the `tts_pad` embedding. The decoder is causal, so frames stream
 they exist (no lookahead); with the default left context (the decoder's receptive field) the
 stream equals one whole decode.
 
-Base models (voice cloning from reference audio) are not supported yet: their voices need a
-reference recording and the speaker encoder, which the catalog cannot carry yet.
+Base models clone a voice from a reference recording (the catalog's `reference:` of a voice;
+qwen-tts `generate_voice_clone`, docs A4): the speaker encoder (`qwen3tts_speaker.py`) turns it
+into an x-vector that takes the prefill's speaker slot. With a transcript the clone is also "in
+context" (ICL, 4c): the speech-tokenizer encoder (`codecs/qwen3_12hz_encoder.py`) turns the
+recording into codes, the prefill holds the transcript's text plus the new text alongside those
+frames, and generation continues from the reference as if it were the start of the utterance;
+the reference frames are then the decoder's left context, and only the new audio is emitted
+(qwen-tts decodes reference plus new codes and cuts the reference's share of the audio off,
+which for a causal decoder is the same). Without a transcript, or with `x_vector_only`, only the
+x-vector is used. Both are computed once per voice and kept with the engine.
 """
 
 from __future__ import annotations
@@ -36,14 +44,17 @@ from typing import Iterator, Mapping
 
 import numpy as np
 
+from ..audio import read_wav, resample
 from ..catalog import ModelSpec
 from ..codecs.qwen3_12hz import load_qwen3_codec
+from ..codecs.qwen3_12hz_encoder import ENCODER_SAMPLE_RATE, Qwen3SpeechEncoder, load_speech_encoder
 from ..devices import Device, set_torch_threads, torch_device_for
 from ..llm import LlamaModel
 from ..options import apply_options, check_option_names
 from ..sampling import Sampler, SamplingConfig
 from .base import EngineError, VoiceSettings, log_piece_stats
 from .qwen3tts_convert import MATRIX_TYPES, ConvertedQwen3TTS, Qwen3TTSRuntimeConfig, convert
+from .qwen3tts_speaker import MEL_SAMPLE_RATE, load_speaker_encoder
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -104,6 +115,13 @@ PROMPT_ROWS_MAX = 1024
 """Talker context reserved for the prefill (role, codec tags, text: ~1 row per text token)."""
 MAX_TEXT_CHARS = 200
 """Longer text is spoken in pieces (at most ~600 tokens even as raw UTF-8 bytes)."""
+BASE_KIND = "base"
+"""`tts_model_type` of the voice-cloning models (they have a speaker encoder, no speakers)."""
+REFERENCE_MIN_SECONDS = 1.0
+"""Shorter reference recordings are refused (3 s or more is what cloning wants)."""
+REFERENCE_MAX_SECONDS = 60.0
+"""Longer ones too: ICL puts 12.5 prefill rows per second of reference into the talker's
+PROMPT_ROWS_MAX, and the x-vector gains nothing from more."""
 SUBTALKER_SEED_OFFSET = 1
 """The code predictor's generator is seeded with the talker's seed plus this."""
 SINGLE_THREADED_MATMUL = "ij,nj->ni"
@@ -132,7 +150,16 @@ class Qwen3Options:
     """Style instruction (1.7B CustomVoice and VoiceDesign; the 0.6B ignores it, as qwen-tts)."""
     streaming_text: bool = False
     """Feed the text alongside the audio (the official streaming-text mode) instead of all of it
-    in the prefill (non-streaming mode, the official CustomVoice default)."""
+    in the prefill (non-streaming mode). Default: on for Base models (qwen-tts
+    `generate_voice_clone`'s default), off for the others (the CustomVoice default)."""
+    x_vector_only: bool = False
+    """Base models: clone from the reference's x-vector alone even when it has a transcript
+    (qwen-tts `x_vector_only_mode`): a shorter prompt and no risk of the reference's last words
+    bleeding in, but a less close likeness. Without a transcript this is the only mode."""
+    reference_silence: float = 0.5
+    """Base models, ICL: seconds of silence appended to the reference before it is encoded.
+    Generation continues from the reference's end; without a pause there, its last sound tends
+    to open the new speech (faster-qwen3-tts appends 0.5 s by default; qwen-tts appends none)."""
     subtalker_temperature: float = 0.9
     """Sampling of the code predictor's 15 codes per frame (0: greedy)."""
     subtalker_top_k: int = 50
@@ -156,6 +183,8 @@ class Qwen3Options:
             raise ValueError("context_frames must be >= -1 and first_chunk_frames >= 1")
         if self.max_chunk_frames < self.first_chunk_frames:
             raise ValueError("max_chunk_frames must be >= first_chunk_frames")
+        if self.reference_silence < 0:
+            raise ValueError("reference_silence must be >= 0")
         SamplingConfig(self.subtalker_temperature, self.subtalker_top_k, self.subtalker_top_p)
 
 
@@ -171,6 +200,18 @@ class Qwen3Prompt:
     add tts_pad."""
     text_tokens: int
     """Tokens of the spoken text (bounds the frames)."""
+
+
+@dataclass(frozen=True)
+class CloneReference:
+    """What a cloned voice's reference recording becomes (computed once per voice)."""
+
+    x_vector: np.ndarray
+    """The speaker encoder's output (H,) float32: the prefill's speaker slot."""
+    codes: np.ndarray | None
+    """ICL: the reference's codes (T_ref, G) int64 from the speech-tokenizer encoder; else None."""
+    text_ids: list[int]
+    """ICL: the transcript's tokens; else empty."""
 
 
 def converted_dir(model_dir: Path) -> Path:
@@ -209,6 +250,7 @@ def _generation_defaults(config: Qwen3TTSRuntimeConfig) -> tuple[SamplingConfig,
         repetition_penalty=float(gen["repetition_penalty"]),
     )
     options = Qwen3Options(
+        streaming_text=config.tts_model_type == BASE_KIND,
         subtalker_temperature=(
             float(gen["subtalker_temperature"]) if gen["subtalker_dosample"] else 0.0
         ),
@@ -267,12 +309,6 @@ class Qwen3TTS:
         try:
             converted = convert_once(paths["model"], matrix_type, where)
             config = self.config = converted.config
-            if config.tts_model_type == "base":
-                raise EngineError(
-                    f"{where}: {paths['model']} is a Base (voice cloning) model, which needs "
-                    "reference audio per voice; that is not supported yet: use a CustomVoice "
-                    "model (e.g. Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice)"
-                )
             talker_defaults, option_defaults = _generation_defaults(config)
             self._sampling = apply_options(talker_defaults, model.options, where)
             self._options = apply_options(option_defaults, model.options, where)
@@ -320,9 +356,19 @@ class Qwen3TTS:
             self._read_tables(converted)
 
             set_torch_threads(threads)
-            self._codec = load_qwen3_codec(
-                paths["model"] / "speech_tokenizer", torch_device_for(device, where)
+            self._torch_device = torch_device_for(device, where)
+            self._codec = load_qwen3_codec(paths["model"] / "speech_tokenizer", self._torch_device)
+            # voice cloning (Base): the speaker encoder now, the speech encoder on first ICL use
+            # (x-vector-only voices never need it)
+            self._speaker_encoder = (
+                load_speaker_encoder(paths["model"], self._torch_device, where)
+                if config.tts_model_type == BASE_KIND
+                else None
             )
+            self._speech_encoder: Qwen3SpeechEncoder | None = None
+            self._speech_tokenizer_dir = paths["model"] / "speech_tokenizer"
+            self._references: dict[str, tuple[tuple[object, ...], CloneReference]] = {}
+            """voice name → (what the reference was computed from, the result)."""
         except BaseException:
             self._stack.close()
             raise
@@ -416,9 +462,15 @@ class Qwen3TTS:
         return self._text_table[np.asarray(ids, np.int64)].astype(np.float32)
 
     def prompt(
-        self, text: str, voice: VoiceSettings, options: Qwen3Options, where: str
+        self,
+        text: str,
+        voice: VoiceSettings,
+        options: Qwen3Options,
+        where: str,
+        reference: CloneReference | None = None,
     ) -> Qwen3Prompt:
-        """The talker's prefill for `text` in `voice`, exactly as qwen-tts builds it (docs A4)."""
+        """The talker's prefill for `text` in `voice`, exactly as qwen-tts builds it (docs A4);
+        `reference`: a Base voice's clone reference (`clone_reference`)."""
         config = self.config
         speaker = self.speaker(voice.speaker, where)
         try:
@@ -438,9 +490,17 @@ class Qwen3TTS:
             pieces.append(self._text_rows(self._tokenizer.tokenize(instruct, special=True)))
         pieces.append(self._text_rows(self._role_ids))  # (3, H)
         # tag rows: tts_pad … tts_pad, tts_bos on the text side, the codec prefix but codec_bos
-        text_side = np.stack([self._tts_pad] * (len(prefix) - 2) + [self._tts_bos])
-        pieces.append(text_side + codec[prefix[:-1]])  # (len(prefix) - 1, H)
-        if options.streaming_text:
+        codec_side = codec[prefix[:-1]]  # (len(prefix) - 1, H): tags, [speaker], codec_pad
+        if reference is not None:  # a clone's x-vector takes the speaker slot, before codec_pad
+            codec_side = np.insert(codec_side, len(codec_side) - 1, reference.x_vector, axis=0)
+        text_side = np.stack([self._tts_pad] * (len(codec_side) - 1) + [self._tts_bos])
+        pieces.append(text_side + codec_side)
+        if reference is not None and reference.codes is not None:
+            rows, trailing = self._icl_rows(
+                reference.text_ids + body, reference.codes, options.streaming_text
+            )
+            pieces.append(rows)
+        elif options.streaming_text:
             # the first text token with codec_bos; the rest arrives with the generated frames
             pieces.append(self._text_rows(body[:1]) + codec[config.codec_bos_id])
             trailing = np.concatenate([self._text_rows(body[1:]), self._tts_eos[None]])
@@ -451,11 +511,126 @@ class Qwen3TTS:
             trailing = np.zeros((0, config.talker_hidden), np.float32)
         rows = np.concatenate(pieces)  # (P, H) float32
         if len(rows) > PROMPT_ROWS_MAX:
+            clone = (
+                ""
+                if reference is None or reference.codes is None
+                else f"; the reference recording takes {len(reference.codes)} of them: use a "
+                "shorter one"
+            )
             raise EngineError(
                 f"{where}: a text piece of {len(body)} tokens is too long for the prompt "
-                f"({len(rows)} of {PROMPT_ROWS_MAX} rows)"
+                f"({len(rows)} of {PROMPT_ROWS_MAX} rows{clone})"
             )
         return Qwen3Prompt(rows=rows, trailing=trailing, text_tokens=len(body))
+
+    def _icl_rows(
+        self, text_ids: list[int], codes: np.ndarray, streaming: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The in-context clone's rows and trailing text (docs A4 4c; qwen-tts
+        `generate_icl_prompt`): a text stream (`text_ids`: transcript then new text; tts_eos)
+        and a codec stream (codec_bos, then one row per reference frame of `codes` (T_ref, G)),
+        one after the other in non-streaming mode, summed position by position in streaming
+        mode (the longer text's rest trails)."""
+        config, codec = self.config, self._codec_table
+        text = np.concatenate([self._text_rows(text_ids), self._tts_eos[None]])  # (n, H)
+        audio = np.concatenate(
+            [codec[config.codec_bos_id][None], self.frame_rows(codes)]
+        )  # (1 + T_ref, H)
+        no_trailing = np.zeros((0, config.talker_hidden), np.float32)
+        if not streaming:
+            rows = [text + codec[config.codec_pad_id], audio + self._tts_pad]
+            return np.concatenate(rows), no_trailing
+        if len(text) > len(audio):
+            return text[: len(audio)] + audio, text[len(audio) :]
+        padding = np.repeat(self._tts_pad[None], len(audio) - len(text), axis=0)
+        return np.concatenate([text, padding]) + audio, no_trailing  # (1 + T_ref, H)
+
+    # ---- voice cloning (Base models)
+
+    def clone_reference(
+        self, voice: VoiceSettings, options: Qwen3Options, where: str
+    ) -> CloneReference | None:
+        """A Base voice's x-vector (and, for ICL, reference codes and transcript tokens), computed
+        once per voice and recomputed only when the recording, transcript or mode change; None
+        for the other kinds of model."""
+        ref, encoder = voice.reference, self._speaker_encoder
+        if encoder is None:  # not a Base model
+            if ref is not None:
+                raise EngineError(
+                    f"{where}: model {self._name} ({self.config.tts_model_type}) cannot clone "
+                    "a voice: remove 'reference:' from the voice, or use a Base model (e.g. "
+                    "Qwen/Qwen3-TTS-12Hz-0.6B-Base)"
+                )
+            return None
+        if ref is None:
+            raise EngineError(
+                f"{where}: model {self._name} is a Qwen3-TTS Base (voice cloning) model, so the "
+                "voice needs a reference recording: add `reference: {path: alice.wav, text: "
+                '"what alice.wav says"}` to the voice in the catalog (3-10 s of clean speech; '
+                "without 'text' only its x-vector is used)"
+            )
+        transcript = (ref.text or "").strip()
+        icl = bool(transcript) and not options.x_vector_only
+        try:
+            stat = ref.path.stat()
+        except OSError as err:
+            raise EngineError(
+                f"{where}: cannot read the reference audio {ref.path} ({err.strerror}); fix "
+                "'reference:' of the voice in the catalog"
+            ) from err
+        key = (
+            ref.path,
+            stat.st_mtime_ns,
+            stat.st_size,
+            transcript if icl else None,
+            options.reference_silence if icl else None,
+        )
+        cached = self._references.get(voice.name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+
+        started = time.monotonic()
+        try:
+            audio, rate = read_wav(ref.path)  # (n,) float32
+        except (OSError, ValueError) as err:
+            raise EngineError(
+                f"{where}: cannot read the reference audio {ref.path} ({err}); use a 16-bit PCM "
+                "or float WAV file"
+            ) from err
+        seconds = len(audio) / rate
+        if not REFERENCE_MIN_SECONDS <= seconds <= REFERENCE_MAX_SECONDS:
+            raise EngineError(
+                f"{where}: the reference audio {ref.path} lasts {seconds:.1f} s; use "
+                f"{REFERENCE_MIN_SECONDS:g}-{REFERENCE_MAX_SECONDS:g} s (3-10 s of clean speech "
+                "works best)"
+            )
+        audio = resample(audio, rate, MEL_SAMPLE_RATE)  # (n · 24000 / rate,) float32
+        x_vector = encoder.embed(audio)  # (H,) float32
+        codes: np.ndarray | None = None
+        text_ids: list[int] = []
+        if icl:
+            silence = np.zeros(round(options.reference_silence * ENCODER_SAMPLE_RATE), np.float32)
+            codes = self._load_speech_encoder(where).encode(np.concatenate([audio, silence]))
+            text_ids = self._tokenizer.tokenize(transcript, special=False)  # codes (T_ref, G)
+        reference = CloneReference(x_vector=x_vector, codes=codes, text_ids=text_ids)
+        self._references[voice.name] = (key, reference)
+        _LOGGER.info(
+            "%s: reference %s (%.1f s at %d Hz): x-vector%s in %.2f s",
+            where,
+            ref.path.name,
+            seconds,
+            rate,
+            "" if codes is None else f", {len(codes)} reference frames (in-context clone)",
+            time.monotonic() - started,
+        )
+        return reference
+
+    def _load_speech_encoder(self, where: str) -> Qwen3SpeechEncoder:
+        if self._speech_encoder is None:
+            self._speech_encoder = load_speech_encoder(
+                self._speech_tokenizer_dir, self._torch_device, where
+            )
+        return self._speech_encoder
 
     # ---- one frame's codes 1 … G-1
 
@@ -484,12 +659,17 @@ class Qwen3TTS:
                 rows = self._to_predictor(table[codes[i + 1]][None].astype(np.float32))
         return codes
 
+    def frame_rows(self, codes: np.ndarray) -> np.ndarray:
+        """Talker input rows (n, H) float32 of whole frames (n, G): the sum of each frame's
+        codebook embeddings (code 0 from the talker's table, the others from the predictor's)."""
+        rows = self._codec_table[codes[:, 0]]  # (n, H)
+        for i in range(1, codes.shape[1]):
+            rows = rows + self._predictor_tables[i - 1, codes[:, i]].astype(np.float32)
+        return rows
+
     def _next_input(self, codes: np.ndarray, text_side: np.ndarray) -> np.ndarray:
         """The talker's next input row (1, H): the 16 codebook embeddings plus the text side."""
-        row = self._codec_table[codes[0]] + text_side  # (H,)
-        for i, code in enumerate(codes[1:]):
-            row = row + self._predictor_tables[i, code].astype(np.float32)
-        return row[None].astype(np.float32)  # (1, H)
+        return self.frame_rows(codes[None]) + text_side  # (1, H) float32
 
     # ---- synthesis
 
@@ -514,7 +694,22 @@ class Qwen3TTS:
             ),
             config.codebook_size,
         )
+
+        # prompt (a cloned voice's reference is read and encoded on its first use)
+        started = time.monotonic()
+        reference = self.clone_reference(voice, options, where)
+        prompt = self.prompt(text, voice, options, where, reference)
+        max_frames = min(
+            options.max_frames,
+            self._options.max_frames,  # the context is sized for the model's max_frames
+            max(MIN_FRAMES, FRAMES_PER_TEXT_TOKEN * prompt.text_tokens),
+        )
+
+        # the decoder's frames: an in-context clone's reference frames are left context only
         frames: list[np.ndarray] = []  # each (G,) int64
+        if reference is not None and reference.codes is not None:
+            frames.extend(reference.codes)
+        start = len(frames)
         context = (
             self._codec.receptive_frames if options.context_frames < 0 else options.context_frames
         )
@@ -523,15 +718,7 @@ class Qwen3TTS:
             context,
             options.first_chunk_frames,
             options.max_chunk_frames,
-        )
-
-        # prompt
-        started = time.monotonic()
-        prompt = self.prompt(text, voice, options, where)
-        max_frames = min(
-            options.max_frames,
-            self._options.max_frames,  # the context is sized for the model's max_frames
-            max(MIN_FRAMES, FRAMES_PER_TEXT_TOKEN * prompt.text_tokens),
+            start,
         )
 
         # prefill
@@ -545,7 +732,7 @@ class Qwen3TTS:
         ended = False  # by EOS, rather than at max_frames (the runaway guard)
         for step in range(max_frames):
             if cancel.is_set():
-                _LOGGER.info("%s: cancelled after %d frames", where, len(frames))
+                _LOGGER.info("%s: cancelled after %d frames", where, len(frames) - start)
                 return
             tick = time.monotonic()
             candidates = self._codes if step < MIN_NEW_FRAMES else self._codes_and_eos
@@ -577,7 +764,9 @@ class Qwen3TTS:
         yield from stream.finish(len(frames))
         codec_seconds += time.monotonic() - tick
         self.last_codes = (
-            np.stack(frames) if frames else np.zeros((0, config.num_code_groups), np.int64)
+            np.stack(frames[start:])
+            if len(frames) > start
+            else np.zeros((0, config.num_code_groups), np.int64)
         )  # (F, G)
         if not ended:
             _LOGGER.debug("%s: no EOS within %d frames: cut there", where, max_frames)
@@ -585,8 +774,8 @@ class Qwen3TTS:
             _LOGGER,
             voice.name,
             len(prompt.rows),
-            steps + (config.num_code_groups - 1) * len(frames),  # codes sampled (with EOS)
-            len(frames),
+            steps + (config.num_code_groups - 1) * len(self.last_codes),  # codes (with EOS)
+            len(self.last_codes),
             prefill_done - started,
             talker_seconds + predictor_seconds,
             codec_seconds,

@@ -40,7 +40,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .files import CatalogEntries, atomic_path
+from ..audio import write_wav
+from .files import CatalogEntries, atomic_path, write_once
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -1036,6 +1037,16 @@ TINY_BASE_DIR = "qwen3tts-tiny-base"
 TINY_MAX_FRAMES = 12
 """About 1 s of audio: keeps a tiny-model request short."""
 TINY_VOICES = {"tiny-qwen3-ryan": ("ryan", "en"), "tiny-qwen3-vivian": ("vivian", "zh")}
+TINY_BASE_MODEL = "qwen3tts-tiny-base"
+TINY_REFERENCE = "qwen3tts-tiny-reference.wav"
+TINY_REFERENCE_RATE = 16_000
+"""The reference is written at 16 kHz, so serving it exercises resampling to 24 kHz."""
+TINY_REFERENCE_SECONDS = 2.0
+TINY_REFERENCE_TEXT = "Hello, this is my voice."
+TINY_CLONE_VOICES = {
+    "tiny-qwen3-clone": TINY_REFERENCE_TEXT,  # in-context clone (reference codes + transcript)
+    "tiny-qwen3-clone-xvector": None,  # no transcript: x-vector only
+}
 
 FULL_SEED = 3
 FULL_MODEL = "qwen3tts-0.6b-random"
@@ -1046,8 +1057,8 @@ FULL_VOICES = {"random-qwen3-ryan": ("ryan", "en"), "random-qwen3-vivian": ("viv
 
 
 def write_tiny(directory: Path) -> CatalogEntries:
-    """Write the tiny CustomVoice and Base snapshots into `directory`; return catalog entries
-    (the Base model has none: Wyoming voices cannot carry reference audio yet).
+    """Write the tiny CustomVoice and Base snapshots and a reference recording into
+    `directory`; return catalog entries (the Base model's voices clone the recording).
 
     Deterministic (fixed seed) and quick: two folders of 0.9 MB each in a fraction of a second.
     """
@@ -1056,7 +1067,10 @@ def write_tiny(directory: Path) -> CatalogEntries:
         write_qwen3tts(partial, TINY_SHAPE, TINY_SEED)
     with atomic_path(directory / TINY_BASE_DIR) as partial:
         write_qwen3tts(partial, TINY_BASE_SHAPE, TINY_SEED)
-    return _entries(
+    with atomic_path(directory / TINY_REFERENCE) as partial:
+        recording = reference_recording(TINY_REFERENCE_SECONDS, TINY_REFERENCE_RATE)
+        write_wav(partial, recording, TINY_REFERENCE_RATE)
+    models, voices = _entries(
         TINY_MODEL,
         "Tiny random Qwen3-TTS CustomVoice (tests)",
         TINY_DIR,
@@ -1066,6 +1080,40 @@ def write_tiny(directory: Path) -> CatalogEntries:
             for voice, (speaker, lang) in TINY_VOICES.items()
         },
     )
+    base_models, _ = _entries(
+        TINY_BASE_MODEL, "Tiny random Qwen3-TTS Base (tests)", TINY_BASE_DIR, TINY_MAX_FRAMES, {}
+    )
+    models.update(base_models)
+    for voice, text in TINY_CLONE_VOICES.items():
+        voices[voice] = {
+            "model": TINY_BASE_MODEL,
+            "languages": ["en"],
+            "description": f"Clone of {TINY_REFERENCE} (tiny Qwen3-TTS Base)",
+            "reference": {"path": TINY_REFERENCE, **({"text": text} if text else {})},
+        }
+    return models, voices
+
+
+REFERENCE_PITCH_HZ = (110.0, 220.0)
+"""The reference recording's "voice": a glide between these fundamentals."""
+REFERENCE_HARMONICS = 8
+REFERENCE_SYLLABLE_HZ = 4.0
+"""Loudness rises and falls this often a second, like syllables."""
+
+
+def reference_recording(seconds: float, rate: int, seed: int = 0) -> np.ndarray:
+    """A speech-like test recording (float32 mono, peak ~0.5): a gliding harmonic tone with a
+    syllable-rate envelope and a little noise, so speaker encoder and speech tokenizer see
+    something other than silence or white noise."""
+    t = np.arange(round(seconds * rate)) / rate  # (n,) seconds
+    low, high = REFERENCE_PITCH_HZ
+    pitch = low + (high - low) * (0.5 + 0.5 * np.sin(2 * np.pi * 0.7 * t))  # (n,) Hz
+    phase = 2 * np.pi * np.cumsum(pitch) / rate  # (n,)
+    tone = sum(np.sin(k * phase) / k for k in range(1, REFERENCE_HARMONICS + 1))
+    envelope = 0.5 + 0.5 * np.sin(2 * np.pi * REFERENCE_SYLLABLE_HZ * t) ** 2
+    noise = np.random.default_rng(seed).standard_normal(len(t))
+    audio = 0.25 * tone * envelope + 0.01 * noise
+    return (0.5 * audio / np.abs(audio).max()).astype(np.float32)
 
 
 def write_full_size(directory: Path, threads: int) -> CatalogEntries:
@@ -1076,13 +1124,9 @@ def write_full_size(directory: Path, threads: int) -> CatalogEntries:
     engine converts the snapshot once, on first load.
     """
     del threads
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / FULL_DIR
-    if path.exists():
-        _LOGGER.info("Keeping %s (delete it to rebuild)", path)
-    else:
-        with atomic_path(path) as partial:
-            write_qwen3tts(partial, FULL_0B6_SHAPE, FULL_SEED)
+    write_once(
+        directory / FULL_DIR, lambda partial: write_qwen3tts(partial, FULL_0B6_SHAPE, FULL_SEED)
+    )
     return _entries(
         FULL_MODEL,
         "Random-weight Qwen3-TTS-12Hz-0.6B-CustomVoice (benchmarks: real speed, noise for audio)",
