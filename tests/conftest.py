@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import pytest
 import yaml
 from wyoming.client import AsyncTcpClient
@@ -153,6 +154,36 @@ def tiny_model_entry(tiny_models: Path, **changes: object) -> dict:
     entry["files"] = {role: dict(ref) for role, ref in entry["files"].items()}
     entry.update(changes)
     return entry
+
+
+def oracle_python(script: str, venv: Path) -> Path:
+    """The Python of a reference ("oracle") venv, made by `script/<script> VENV` when missing;
+    skips the calling test when that fails (e.g. offline on a fresh clone)."""
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [str(root / "script" / script), str(venv)],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    if result.returncode != 0:
+        pytest.skip(
+            f"no oracle environment (script/{script} failed; offline?):\n"
+            f"{result.stdout[-500:]}{result.stderr[-1500:]}"
+        )
+    return venv / "bin" / "python"
+
+
+def run_oracle_script(python: Path, script: Path, out: Path, *args: str) -> dict[str, np.ndarray]:
+    """Run `python script *args` (an oracle script that writes the arrays to `out`, an .npz, and
+    prints a JSON summary line last) and read the arrays."""
+    result = subprocess.run(
+        [str(python), str(script), *args], capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    print(result.stdout.strip().splitlines()[-1], file=sys.stderr)
+    with np.load(out) as npz:
+        return {name: npz[name] for name in npz.files}
 
 
 def copy_tiny(tiny_models: Path, destination: Path) -> Path:

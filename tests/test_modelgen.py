@@ -142,7 +142,7 @@ def test_catalog(tiny_dir: Path) -> None:
         ("tiny-tara", "tara"),
         ("tiny-leo", "leo"),
     ]
-    assert {m.engine for m in catalog.models.values()} == {"orpheus", "outetts", "qwen3tts"}
+    assert {m.engine for m in catalog.models.values()} == {"orpheus", "outetts", "qwen3tts", "bark"}
     qwen3 = catalog.models["qwen3tts-tiny"]
     assert qwen3.options == {"max_frames": 12} and qwen3.device == "cpu"
     assert [(v.name, v.speaker) for v in catalog.voices.values() if v.model == qwen3.name] == [

@@ -13,6 +13,7 @@ from typing import cast
 from .base import EngineError, EngineModule
 
 ENGINE_MODULES = {
+    "bark": "wyoming_multitts.engines.bark",
     "orpheus": "wyoming_multitts.engines.orpheus",
     "outetts": "wyoming_multitts.engines.outetts",
     "qwen3tts": "wyoming_multitts.engines.qwen3tts",
@@ -20,6 +21,7 @@ ENGINE_MODULES = {
 """Catalog `engine:` value → module implementing it."""
 
 ENGINE_REQUIREMENTS = {
+    "bark": ("torch", "encodec", "einops", "tokenizers"),
     "orpheus": ("llama_cpp", "torch", "snac"),
     "outetts": ("llama_cpp",),
     "qwen3tts": ("llama_cpp", "torch", "gguf", "safetensors"),

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from ..catalog import load_catalog
-from . import orpheus, outetts, qwen3tts
+from . import bark, orpheus, outetts, qwen3tts
 from .files import CatalogEntries, atomic_path
 
 _LOGGER = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ ENGINES = (
     EngineModels("orpheus", orpheus.write_tiny, orpheus.write_full_size),
     EngineModels("outetts", outetts.write_tiny, outetts.write_full_size),
     EngineModels("qwen3tts", qwen3tts.write_tiny, qwen3tts.write_full_size),
+    EngineModels("bark", bark.write_tiny, bark.write_full_size),
 )
 """Every engine with random models; a new engine adds its line here."""
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
+
+_LOGGER = logging.getLogger(__name__)
 
 PARTIAL_SUFFIX = ".partial"
 """Suffix of the temporary name a file or folder is built under before it is renamed."""
@@ -34,6 +37,18 @@ def atomic_path(final: Path) -> Iterator[Path]:
     except BaseException:
         _remove(partial)
         raise
+
+
+def write_once(path: Path, write: Callable[[Path], object]) -> Path:
+    """`write(partial)` under `atomic_path(path)` unless `path` exists already (full-size models
+    take minutes to write: a later run keeps them); returns `path`."""
+    if path.exists():
+        _LOGGER.info("Keeping %s (delete it to rebuild)", path)
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as partial:
+        write(partial)
+    return path
 
 
 def _remove(path: Path) -> None:

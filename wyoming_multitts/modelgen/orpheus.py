@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .files import CatalogEntries, atomic_path
+from .files import CatalogEntries, atomic_path, write_once
 from .gguf_lm import LmShape, Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
 
 _LOGGER = logging.getLogger(__name__)
@@ -178,12 +178,7 @@ def write_full_size(directory: Path, threads: int) -> CatalogEntries:
         directory / FULL_GGUF, ORPHEUS_3B_SHAPE, orpheus_vocab(), FULL_SEED, FULL_QUANT, threads
     )
 
-    snac_path = directory / FULL_SNAC
-    if snac_path.exists():
-        _LOGGER.info("Keeping %s (delete it to rebuild)", snac_path)
-    else:
-        with atomic_path(snac_path) as partial:
-            write_snac(partial, SNAC_24KHZ_CONFIG, FULL_SEED)
+    write_once(directory / FULL_SNAC, lambda p: write_snac(p, SNAC_24KHZ_CONFIG, FULL_SEED))
 
     return _entries(
         FULL_MODEL,

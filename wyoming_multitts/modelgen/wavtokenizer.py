@@ -26,7 +26,7 @@ import gguf
 import numpy as np
 
 from ..gguf_writer import GgufTensor, write_gguf
-from .files import PARTIAL_SUFFIX, atomic_path
+from .files import PARTIAL_SUFFIX, write_once
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -303,10 +303,4 @@ def write_full_wavtokenizer(directory: Path) -> Path:
 
 
 def _write_once(path: Path, shape: WavTokenizerShape) -> Path:
-    if path.exists():
-        _LOGGER.info("Keeping %s (delete it to rebuild)", path)
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as partial:
-        write_wavtokenizer(partial, shape, SEED)
-    return path
+    return write_once(path, lambda partial: write_wavtokenizer(partial, shape, SEED))

