@@ -14,6 +14,7 @@ from wyoming_multitts.catalog import (
     Catalog,
     CatalogError,
     FileRef,
+    VoiceReference,
     load_catalog,
     parse_catalog,
 )
@@ -29,6 +30,8 @@ ENGLISH_SPEAKERS = ("tara", "leah", "jess", "leo", "dan", "mia", "zac", "zoe")
 QWEN3_REPOS = {
     "qwen3tts-0.6b-customvoice": "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice",
     "qwen3tts-1.7b-customvoice": "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
+    "qwen3tts-0.6b-base": "Qwen/Qwen3-TTS-12Hz-0.6B-Base",
+    "qwen3tts-1.7b-base": "Qwen/Qwen3-TTS-12Hz-1.7B-Base",
 }
 QWEN3_NATIVE = {
     "vivian": "zh",
@@ -132,11 +135,25 @@ def test_shipped_catalog_outetts_models_and_speakers(shipped: Catalog) -> None:
 
 def test_shipped_catalog_multilingual_models(shipped: Catalog) -> None:
     languages = {lang for voice in shipped.voices.values() for lang in voice.languages}
-    assert languages == {"en", "fr", "de", "ko", "hi", "zh", "es", "it", "ja", "ru", "pt"}
+    assert languages == {
+        "en",
+        "fr",
+        "de",
+        "ko",
+        "hi",
+        "zh",
+        "es",
+        "it",
+        "ja",
+        "ru",
+        "pt",
+        "pl",
+        "tr",
+    }
     for model in shipped.models.values():
         ref = model.files["model"]
-        if model.engine == "qwen3tts":
-            continue  # a whole repo (tested below)
+        if model.engine in ("qwen3tts", "bark"):
+            continue  # a whole repo (tested below; Bark in tests/test_bark.py)
         assert ref.repo is not None and ref.file is not None, model.name
         if ref.repo.startswith("freddyaboulton/"):
             # orpheus-cpp's rule: the lower-cased repo name with -gguf turned into .gguf
@@ -158,6 +175,9 @@ def test_shipped_catalog_qwen3tts_models_and_speakers(shipped: Catalog) -> None:
         assert model.attribution is not None and model.attribution.name == "Qwen"
         assert model.device == "auto"
         voices = [v for v in shipped.voices.values() if v.model == name]
+        if name.endswith("-base"):  # cloning: no reference audio is shipped, so no voices
+            assert voices == [], name
+            continue
         assert sorted(v.speaker or "" for v in voices) == sorted(QWEN3_NATIVE)
         for voice in voices:
             assert voice.languages[0] == QWEN3_NATIVE[voice.speaker or ""], voice.name
@@ -194,6 +214,41 @@ def test_relative_path_is_resolved_against_the_catalog_folder() -> None:
     files = parse_catalog(doc, CATALOG_PATH).models["orpheus-3b-q4"].files
     assert files["model"].path == CATALOG_PATH.parent / "models" / "orpheus.gguf"
     assert files["codec"].path == Path("/opt/snac")
+
+
+def test_voice_reference_is_a_local_or_hub_file_with_a_transcript() -> None:
+    doc = minimal_doc()
+    voices = doc["voices"]
+    voices["local"] = {"model": "orpheus-3b-q4", "reference": {"path": "refs/alice.wav"}}
+    voices["hub"] = {
+        "model": "orpheus-3b-q4",
+        "reference": {"repo": "me/voices", "file": "bob.wav", "text": "Hello, I am Bob."},
+    }
+    catalog = parse_catalog(doc, CATALOG_PATH)
+    assert catalog.voices["orpheus-tara"].reference is None
+    local = catalog.voices["local"].reference
+    assert local == VoiceReference(FileRef(path=CATALOG_PATH.parent / "refs" / "alice.wav"))
+    hub = catalog.voices["hub"].reference
+    assert hub == VoiceReference(FileRef(repo="me/voices", file="bob.wav"), "Hello, I am Bob.")
+
+
+@pytest.mark.parametrize(
+    ("reference", "message"),
+    [
+        ({"text": "hi"}, r"voices\.v\.reference: give either 'repo:' \(Hugging Face\) or 'path:'"),
+        ({"repo": "me/voices"}, r"voices\.v\.reference: 'repo:' needs 'file:'"),
+        (
+            {"path": "a.wav", "txt": "hi"},
+            r"voices\.v\.reference: unknown key\(s\) txt \(allowed: file",
+        ),
+        ({"path": "a.wav", "text": ""}, r"voices\.v\.reference\.text: expected a non-empty string"),
+        ("a.wav", r"voices\.v\.reference: expected a mapping, got str"),
+    ],
+)
+def test_error_for_a_bad_voice_reference(reference: Any, message: str) -> None:
+    doc = minimal_doc()
+    doc["voices"]["v"] = {"model": "orpheus-3b-q4", "reference": reference}
+    assert re.search(message, catalog_error(doc))
 
 
 def test_error_for_a_document_that_is_not_a_mapping() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 
 import pytest
 from wyoming.audio import AudioChunk, AudioStart
@@ -19,7 +20,7 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from .conftest import RunningServer, read_event, read_until
+from .conftest import RunningServer, read_event, read_until, start_server, write_catalog
 
 SAMPLES_PER_CHUNK = 1024  # the server's default --samples-per-chunk
 FRAME_SAMPLES = {
@@ -27,6 +28,8 @@ FRAME_SAMPLES = {
     "tiny-oute3-en-male-1": 320,  # OuteTTS 0.3: one WavTokenizer code is 320 samples
     "tiny-oute2-en-male-1": 320,  # OuteTTS 0.2
     "tiny-qwen3-ryan": 1920,  # Qwen3-TTS: one 12.5 Hz frame (all its codebooks) is 1920 samples
+    "tiny-qwen3-clone": 1920,  # Qwen3-TTS Base, in-context clone of a 16 kHz reference WAV
+    "tiny-bark-en": 320,  # Bark: one EnCodec frame (8 fine codes) is 320 samples
 }
 """One voice of each engine and dialect; the behaviours below must hold for every one."""
 MAX_FRAMES = {
@@ -34,9 +37,11 @@ MAX_FRAMES = {
     "tiny-oute3-en-male-1": 120,
     "tiny-oute2-en-male-1": 120,
     "tiny-qwen3-ryan": 12,
+    "tiny-qwen3-clone": 12,
+    "tiny-bark-en": 24,
 }
 """Frames one text piece can make: the tiny catalog's max_tokens (70 / 7; 120 codes) or
-max_frames (Qwen3-TTS)."""
+max_frames (Qwen3-TTS); Bark: 16 semantic tokens make 24 frames."""
 ENGINE_VOICES = pytest.mark.parametrize("voice", list(FRAME_SAMPLES))
 THREE_SENTENCES = "Hello there. The weather is fine today! Shall we go for a walk?"
 
@@ -330,3 +335,40 @@ async def test_new_request_on_the_same_connection_replaces_the_old_one(
     # the first cycle ends early (or never); the second one runs to its end
     assert events[-1].type == "audio-stop"
     assert "audio-start" in types(events)
+
+
+async def test_cloned_voices_need_a_readable_reference(tiny_models: Path, tmp_path: Path) -> None:
+    """Qwen3-TTS Base voices: without a reference, or with one that cannot be had, the request
+    gets an error naming the voice and what to fix, then a close; x-vector cloning works."""
+    base = {"engine": "qwen3tts", "files": {"model": {"path": "qwen3tts-tiny-base"}}}
+    base["options"] = {"max_frames": 4}
+    voices = {
+        "bare": {"model": "base"},
+        "lost": {"model": "base", "reference": {"path": str(tmp_path / "lost.wav")}},
+        "hub": {"model": "base", "reference": {"repo": "me/voices", "file": "alice.wav"}},
+        "xvector": {
+            "model": "base",
+            "reference": {"path": str(tiny_models / "qwen3tts-tiny-reference.wav")},
+        },
+    }
+    catalog = write_catalog(tmp_path, tiny_models, {"base": base}, voices)
+    server = start_server(catalog, tmp_path, "--offline", "--download-dir", str(tmp_path / "hf"))
+    try:
+        for voice, code, words in (
+            ("bare", "EngineError", "add `reference: {path:"),
+            ("lost", "EngineError", f"reference audio {tmp_path / 'lost.wav'}"),
+            ("hub", "ModelFileError", "me/voices/alice.wav"),
+        ):
+            async with server.client() as client:
+                request = Synthesize(text="Hello.", voice=SynthesizeVoice(voice))
+                await client.write_event(request.event())
+                events = await read_until(client, "audio-stop")  # the engine's error: after
+                assert await read_event(client) is None  # audio-start, then the close
+            error = events[-1]
+            assert error.type == "error" and error.data["code"] == code, error
+            assert f"voice {voice}" in error.data["text"] and words in error.data["text"]
+        events = await synthesize(server, "Hello there.", voice="xvector")
+        assert types(events) == ["audio-start", "audio-chunk", "audio-stop"]
+        assert len(audio_bytes(events)) == 4 * 1920 * 2  # max_frames: 4
+    finally:
+        server.stop()
