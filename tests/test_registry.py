@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 from wyoming_multitts.catalog import load_catalog
-from wyoming_multitts.devices import CPU, DeviceError, parse_device_name, resolve_device
+from wyoming_multitts.devices import (
+    CPU,
+    DeviceError,
+    parse_device_name,
+    resolve_device,
+    torch_device_for,
+)
 from wyoming_multitts.engines.base import EngineError
 from wyoming_multitts.hub import Hub, ModelFileError
 from wyoming_multitts.registry import ModelRegistry, ModelTooLargeError, RegistrySettings
@@ -155,6 +161,17 @@ def test_device_names() -> None:
         parse_device_name("tpu")
     assert resolve_device("cpu", "v") == CPU
     assert resolve_device("auto", "v") == CPU  # this machine has no GPU backend
+
+
+def test_torch_only_engines_take_the_device_torch_has() -> None:
+    """Bark runs wholly in torch: its device is checked against torch, not llama.cpp's build."""
+    assert resolve_device("auto", "v", uses_llama=False) == CPU  # this torch is a CPU build
+    cuda = resolve_device("cuda:1", "v", uses_llama=False)
+    assert (cuda.name, cuda.llama_device, cuda.torch_device) == ("cuda:1", None, "cuda:1")
+    with pytest.raises(DeviceError, match="this torch is a CPU build"):
+        torch_device_for(cuda, "v")
+    htp = resolve_device("htp", "v", uses_llama=False)  # the engine refuses it by name
+    assert (htp.name, htp.torch_device, htp.picked_automatically) == ("htp:0", "cpu", False)
 
 
 @pytest.mark.parametrize("name", ["cuda", "vulkan:0", "metal", "htp"])

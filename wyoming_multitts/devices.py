@@ -59,13 +59,16 @@ def parse_device_name(name: str) -> tuple[str, int]:
     return kind, int(index or 0)
 
 
-def resolve_device(name: str, where: str) -> Device:
-    """The `Device` for a catalog/CLI device name, checked against this llama.cpp build."""
-    from . import llm  # imports llama.cpp: only when a model really loads
-
+def resolve_device(name: str, where: str, uses_llama: bool = True) -> Device:
+    """The `Device` for a catalog/CLI device name, checked against this llama.cpp build; for an
+    engine that runs wholly in torch (`uses_llama=False`: Bark) against torch instead."""
     kind, index = parse_device_name(name)
     if kind == "cpu":
         return CPU
+    if not uses_llama:
+        return _torch_only_device(kind, index)
+    from . import llm  # imports llama.cpp: only when a model really loads
+
     available = [dev.name for dev in llm.backend_devices() if dev.kind != "cpu"]
     if kind == "auto":
         for candidate in AUTO_PREFERENCE:
@@ -84,7 +87,21 @@ def resolve_device(name: str, where: str) -> Device:
     return _device(kind, index, wanted)
 
 
-def _device(kind: str, index: int, llama_device: str) -> Device:
+def _torch_only_device(kind: str, index: int) -> Device:
+    """`auto`: CUDA or Apple's MPS when torch has it, else the CPU; other kinds as named (one
+    torch cannot use, like `htp`, keeps torch_device `cpu` and the engine says so)."""
+    import torch
+
+    if kind != "auto":
+        return _device(kind, index, None)
+    if torch.cuda.is_available():
+        return replace(_device("cuda", 0, None), picked_automatically=True)
+    if torch.backends.mps.is_available():
+        return replace(_device("metal", 0, None), picked_automatically=True)
+    return CPU
+
+
+def _device(kind: str, index: int, llama_device: str | None) -> Device:
     torch_kind = TORCH_DEVICE_OF_KIND.get(kind, "cpu")
     torch_device = f"cuda:{index}" if torch_kind == "cuda" else torch_kind
     return Device(name=f"{kind}:{index}", llama_device=llama_device, torch_device=torch_device)

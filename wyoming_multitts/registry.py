@@ -18,7 +18,7 @@ from typing import AsyncIterator, Mapping
 
 from .catalog import Catalog, ModelSpec, VoiceSpec
 from .devices import resolve_device
-from .engines import engine_module
+from .engines import engine_module, uses_llama_cpp
 from .engines.base import Engine, EngineError, ReferenceAudio
 from .errors import VoiceError
 from .hub import Hub
@@ -131,7 +131,9 @@ class ModelRegistry:
             slot.reserved_bytes = needed
             device_name = self._settings.device_override or spec.device
             started = time.monotonic()
-            device = await asyncio.to_thread(resolve_device, device_name, where)
+            device = await asyncio.to_thread(
+                resolve_device, device_name, where, uses_llama_cpp(spec.engine)
+            )
             engine = await asyncio.to_thread(
                 module.load, spec, paths, device, self._settings.threads, where
             )

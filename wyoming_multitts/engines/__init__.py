@@ -29,6 +29,11 @@ ENGINE_REQUIREMENTS = {
 """Python packages each engine imports (checked before importing, so the error can say which)."""
 
 
+def uses_llama_cpp(name: str) -> bool:
+    """Whether engine `name` runs a part on llama.cpp (its device must be a llama.cpp one)."""
+    return "llama_cpp" in ENGINE_REQUIREMENTS.get(name, ())
+
+
 def engine_module(name: str) -> EngineModule:
     """The module of engine `name`; raises `EngineError` naming what is missing."""
     if name not in ENGINE_MODULES:
