@@ -21,6 +21,10 @@ TINY_VOICES = {  # voice → model; the first two voices of every benchmarked mo
     "tiny-oute3-fr-female-1": "outetts-0.3-tiny",
     "tiny-qwen3-ryan": "qwen3tts-tiny",
     "tiny-qwen3-vivian": "qwen3tts-tiny",
+    "tiny-qwen3-clone": "qwen3tts-tiny-base",
+    "tiny-qwen3-clone-xvector": "qwen3tts-tiny-base",
+    "tiny-bark-en": "bark-tiny",
+    "tiny-bark-de": "bark-tiny",
 }
 MODES = ("plain", "streaming")
 FIRST_WINDOW_FRAMES = {
@@ -28,10 +32,12 @@ FIRST_WINDOW_FRAMES = {
     "outetts-0.2-tiny": 30,
     "outetts-0.3-tiny": 30,
     "qwen3tts-tiny": 4,
+    "qwen3tts-tiny-base": 4,
+    "bark-tiny": 210,
 }
 """First streamed window: Orpheus 1 + 2 frames of lookahead; OuteTTS 10 + 20 codes; Qwen3-TTS 4
-frames."""
-MAX_TOKENS = {"qwen3tts-tiny": 20 * 4 + 1}
+frames; Bark the whole sentence (140 semantic tokens make 210 frames)."""
+MAX_TOKENS = {"qwen3tts-tiny": 20 * 4 + 1, "qwen3tts-tiny-base": 20 * 4 + 1}
 """The benchmark's default caps: 140 tokens; Qwen3-TTS 20 frames of (the tiny model's) 4 codes,
 plus an EOS."""
 
@@ -78,10 +84,25 @@ def test_tiny_benchmark_reports_every_voice_and_mode(tmp_path: Path) -> None:
         ceiling = report["ceilings"][model]
         assert ceiling["first_window_frames"] == frames and ceiling["codec"]["audio_s"] > 0
         assert len(ceiling["runs"]) == 1 and ceiling["runs"][0]["decode_tok_s"] > 0
+    # OuteTTS keeps the speaker profile cached: the ceiling prefills and decodes at its depth
+    for model in ("outetts-0.2-tiny", "outetts-0.3-tiny"):
+        cached = report["ceilings"][model]["runs"][0]["cached_tokens"]
+        assert cached > 0
+        # (a request right after one of the other voice evaluates its own profile: 0 cached)
+        assert cached == max(
+            request["pieces"][0]["cached_tokens"]
+            for row in report["rows"]
+            if row["model"] == model
+            for request in row["requests"]
+        )
     # Qwen3-TTS: the talker/predictor/codec split, server and raw
     for voice in ("tiny-qwen3-ryan", "tiny-qwen3-vivian"):
         for stage in ("talker", "predictor", "codec"):
             assert f"| qwen3tts-tiny | {voice} | plain | {stage} |" in split_table
+    for stage in ("semantic", "coarse", "fine", "codec"):
+        assert f"| bark-tiny | tiny-bark-en | plain | {stage} |" in split_table
+    bark_run = report["ceilings"]["bark-tiny"]["runs"][0]
+    assert set(bark_run["split_s_per_frame"]) == {"semantic", "coarse", "fine"}
     split = rows[("tiny-qwen3-ryan", "plain")]["summary"]["split_s_per_frame"]
     assert set(split) == {"talker", "predictor", "codec"} and min(split.values()) > 0
     raw_split = report["ceilings"]["qwen3tts-tiny"]["runs"][0]["split_s_per_frame"]

@@ -149,6 +149,11 @@ def _prompt_lengths(records: Records) -> set[int]:
     return {r.pieces[0].prompt_tokens for requests in records.values() for r in requests}
 
 
+def _cached_tokens(records: Records) -> int:
+    """The deepest cached prefix the first text pieces started after (0 when none)."""
+    return max(r.pieces[0].cached_tokens for requests in records.values() for r in requests)
+
+
 async def measure_model(
     server: BenchServer, catalog: Path, model: str, voices: list[str], settings: BenchSettings
 ) -> tuple[WarmUp, Records, Ceiling]:
@@ -160,7 +165,7 @@ async def measure_model(
     timing = await timed_request(server.port, PLAIN, settings.text, voices[0])
     server.new_stats()  # not part of the medians
     warmup = WarmUp(server.load_seconds(model), timing)
-    _LOGGER.info("%s: starting the raw ceiling (llama.cpp C API)", model)
+    _LOGGER.info("%s: starting the raw ceiling", model)
     ceiling = await asyncio.to_thread(
         CeilingProcess,
         catalog,
@@ -187,7 +192,9 @@ async def measure_model(
                         record.decode_tok_s,
                         _cores(record.others_cores),
                     )
-            raw = await asyncio.to_thread(ceiling.run, _prompt_lengths(records))
+            raw = await asyncio.to_thread(
+                ceiling.run, _prompt_lengths(records), _cached_tokens(records)
+            )
             _LOGGER.info(
                 "run %d/%d raw: %.1f tok/s; others %s cores",
                 run,

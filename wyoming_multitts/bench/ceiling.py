@@ -8,13 +8,16 @@ minutes; runs close in time compare fairly):
         --decode-frames 20
 
 It loads the model, warms up and prints a JSON line `{"load_s": …}`. Then, for every line
-`{"prompt_tokens": [66, 65]}` on stdin, it measures one run and prints its figures as a JSON line.
+`{"prompt_tokens": [66, 65], "cached_tokens": 0}` on stdin, it measures one run (each prompt
+evaluated after that many cached tokens) and prints its figures as a JSON line.
 At end of input it times the first codec window (SNAC for Orpheus, the WavTokenizer vocoder for
-OuteTTS, the 12 Hz decoder for Qwen3-TTS) and prints a last JSON line.
+OuteTTS, the 12 Hz decoder for Qwen3-TTS, Bark's whole EnCodec decode) and prints a last JSON
+line.
 
 It talks to llama.cpp's C API directly (`raw_llama`; `raw_qwen3` for the Qwen3-TTS talker and
 code predictor): Orpheus and OuteTTS decode `--decode-tokens` greedy tokens, Qwen3-TTS
-`--decode-frames` greedy frames of 16 codes.
+`--decode-frames` greedy frames of 16 codes. Bark, all torch, runs its own modules in a bare
+greedy loop (`raw_bark`) for the catalog's `max_semantic_tokens`.
 """
 
 from __future__ import annotations
@@ -33,13 +36,14 @@ import numpy as np
 import torch
 
 from ..catalog import ModelSpec, load_catalog
+from ..codecs.encodec24 import Encodec24Decoder
 from ..codecs.qwen3_12hz import load_qwen3_codec
 from ..codecs.snac24 import SnacDecoder
 from ..codecs.wavtokenizer import WavTokenizerVocoder
 from ..devices import CPU, set_torch_threads
-from ..engines import orpheus, outetts, qwen3tts
+from ..engines import bark, orpheus, outetts, qwen3tts
 from ..options import apply_options
-from . import raw_qwen3
+from . import raw_bark, raw_qwen3
 from .machine import cpu_clock, others_cores
 from .raw_llama import RawLm, greedy_decode, prefill, quiet_llama_cpp, raw_lm
 
@@ -57,18 +61,25 @@ CPU_TORCH = torch.device("cpu")
 
 
 def measure_run(
-    lm: RawLm, prompt_lengths: Sequence[int], decode_tokens: int, rng: np.random.Generator
+    lm: RawLm,
+    prompt_lengths: Sequence[int],
+    cached_tokens: int,
+    decode_tokens: int,
+    rng: np.random.Generator,
 ) -> dict[str, Any]:
-    """Prefill each prompt length on a cleared cache, then decode after the longest.
+    """Prefill each prompt length after `cached_tokens` on a cleared cache, then decode after
+    the longest: the same depths as the server's.
 
     Also records how many cores other processes kept busy meanwhile.
     """
     lengths = sorted(set(prompt_lengths))
     clock = cpu_clock()
-    prefill_s = {str(length): prefill(lm, length, rng) for length in lengths}
-    decode_tok_s = decode_tokens / greedy_decode(lm, lengths[-1], decode_tokens)
+    prefill_s = {str(length): prefill(lm, length, rng, cached_tokens) for length in lengths}
+    depth = cached_tokens + lengths[-1]
+    decode_tok_s = decode_tokens / greedy_decode(lm, depth, decode_tokens)
     return {
         "prefill_s": prefill_s,
+        "cached_tokens": cached_tokens,
         "decode_tok_s": decode_tok_s,
         "others_cores": others_cores(clock, cpu_clock()),
     }
@@ -86,6 +97,9 @@ class CodecWindow:
     """One decode of a first window of random codes, with the engine's own decoder."""
     samples_per_frame: int
     sample_rate: int
+    first_audio_tokens: int | None = None
+    """Tokens generated before the first audio can be decoded, when that is not
+    `frame_tokens × first_window_frames` (Bark: every semantic token of the sentence)."""
 
 
 def orpheus_window(model: ModelSpec, threads: int) -> CodecWindow:
@@ -150,7 +164,36 @@ def qwen3_window(model: ModelSpec, threads: int) -> CodecWindow:
     )
 
 
-CODEC_WINDOWS = {"orpheus": orpheus_window, "outetts": outetts_window, "qwen3tts": qwen3_window}
+def bark_window(model: ModelSpec, threads: int) -> CodecWindow:
+    """Bark: the sentence's whole EnCodec decode (it has no stream): the fine frames of
+    `max_semantic_tokens`, after all of those tokens."""
+    options = apply_options(bark.BarkOptions(), model.options, f"model {model.name}")
+    set_torch_threads(threads)
+    folder = _local_path(model, "model")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    weights = bark.load_weights(folder / "pytorch_model.bin", f"model {model.name}")
+    codec = Encodec24Decoder(config["codec_config"], weights, CPU_TORCH)
+    frames = bark.coarse_steps(options.max_semantic_tokens) // bark.N_COARSE_CODEBOOKS
+    codes = torch.from_numpy(
+        np.random.default_rng(SEED).integers(0, bark.CODEBOOK_SIZE, (bark.N_FINE_CODEBOOKS, frames))
+    )  # (8, F) int64
+    return CodecWindow(
+        n_ctx=0,  # no llama.cpp context
+        frame_tokens=1,
+        first_window_frames=frames,
+        decode=lambda: codec.decode(codes),
+        samples_per_frame=codec.hop_length,
+        sample_rate=codec.sample_rate,
+        first_audio_tokens=options.max_semantic_tokens,
+    )
+
+
+CODEC_WINDOWS = {
+    "orpheus": orpheus_window,
+    "outetts": outetts_window,
+    "qwen3tts": qwen3_window,
+    "bark": bark_window,
+}
 """Engine → how to size its context and time its first codec window."""
 
 
@@ -193,8 +236,10 @@ class _TokenLmRuns:
         prefill(self._lm, WARMUP_PROMPT_TOKENS, rng)
         greedy_decode(self._lm, WARMUP_PROMPT_TOKENS, WARMUP_DECODE_TOKENS)
 
-    def measure(self, prompt_lengths: Sequence[int], rng: np.random.Generator) -> dict[str, Any]:
-        return measure_run(self._lm, prompt_lengths, self._decode_tokens, rng)
+    def measure(
+        self, prompt_lengths: Sequence[int], cached_tokens: int, rng: np.random.Generator
+    ) -> dict[str, Any]:
+        return measure_run(self._lm, prompt_lengths, cached_tokens, self._decode_tokens, rng)
 
 
 class _Qwen3Runs:
@@ -207,16 +252,45 @@ class _Qwen3Runs:
     def warm_up(self, rng: np.random.Generator) -> None:
         raw_qwen3.warm_up(self._raw, rng)
 
-    def measure(self, prompt_lengths: Sequence[int], rng: np.random.Generator) -> dict[str, Any]:
+    def measure(
+        self, prompt_lengths: Sequence[int], cached_tokens: int, rng: np.random.Generator
+    ) -> dict[str, Any]:
+        """(Qwen3-TTS caches no prefix: `cached_tokens` is always 0.)"""
         return raw_qwen3.measure_run(self._raw, prompt_lengths, self._decode_frames, rng)
+
+
+class _BarkRuns:
+    """Bark: the three torch stages for `max_semantic_tokens` semantic tokens, greedy."""
+
+    def __init__(self, engine: bark.Bark, options: bark.BarkOptions) -> None:
+        self._engine = engine
+        self._options = options
+
+    def warm_up(self, rng: np.random.Generator) -> None:
+        raw_bark.measure_run(self._engine, self._options, WARMUP_DECODE_TOKENS, rng)
+
+    def measure(
+        self, prompt_lengths: Sequence[int], cached_tokens: int, rng: np.random.Generator
+    ) -> dict[str, Any]:
+        """(The semantic prompt is always 513 tokens merged into 257 positions.)"""
+        return raw_bark.measure_run(
+            self._engine, self._options, self._options.max_semantic_tokens, rng
+        )
 
 
 @contextlib.contextmanager
 def open_runs(
     model: ModelSpec, window: CodecWindow, threads: int, decode_tokens: int, decode_frames: int
-) -> Iterator[_TokenLmRuns | _Qwen3Runs]:
+) -> Iterator[_TokenLmRuns | _Qwen3Runs | _BarkRuns]:
     """The loaded raw model(s) of `model`, ready to measure."""
-    if model.engine == "qwen3tts":
+    if model.engine == "bark":
+        options = apply_options(bark.BarkOptions(), model.options, f"model {model.name}")
+        engine = raw_bark.open_bark(model, _local_path(model, "model"), threads)
+        try:
+            yield _BarkRuns(engine, options)
+        finally:
+            engine.close()
+    elif model.engine == "qwen3tts":
         model_dir = _local_path(model, "model")
         with raw_qwen3.open_qwen3(model, model_dir, window.n_ctx, threads) as raw:
             yield _Qwen3Runs(raw, decode_frames)
@@ -246,13 +320,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         runs.warm_up(rng)  # graph allocation, page-in of the weights
         _reply({"load_s": load_s, "n_ctx": window.n_ctx})
         for line in sys.stdin:
-            _reply(runs.measure(json.loads(line)["prompt_tokens"], rng))
+            request = json.loads(line)
+            _reply(runs.measure(request["prompt_tokens"], request["cached_tokens"], rng))
 
     _reply(
         {
             "codec": measure_codec(window),
             "frame_tokens": window.frame_tokens,
             "first_window_frames": window.first_window_frames,
+            "first_audio_tokens": window.first_audio_tokens
+            or window.frame_tokens * window.first_window_frames,
             "system_info": llama_cpp.llama_print_system_info().decode().strip(),
         }
     )

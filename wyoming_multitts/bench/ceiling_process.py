@@ -59,10 +59,12 @@ class CeilingProcess:
             f"the raw ceiling of {self.model} stopped (exit code {self._process.wait()})"
         )
 
-    def run(self, prompt_lengths: Iterable[int]) -> dict[str, Any]:
-        """One raw run: prefill each prompt length, then decode; its figures."""
+    def run(self, prompt_lengths: Iterable[int], cached_tokens: int) -> dict[str, Any]:
+        """One raw run: prefill each prompt length after `cached_tokens`, then decode; its
+        figures."""
         assert self._process.stdin is not None  # opened with stdin=PIPE
-        self._process.stdin.write(json.dumps({"prompt_tokens": sorted(prompt_lengths)}) + "\n")
+        request = {"prompt_tokens": sorted(prompt_lengths), "cached_tokens": cached_tokens}
+        self._process.stdin.write(json.dumps(request) + "\n")
         self._process.stdin.flush()
         result = self._read()
         self._runs.append(result)

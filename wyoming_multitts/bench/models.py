@@ -18,10 +18,12 @@ GENERATED_CATALOG = "voices.yaml"
 """The catalog `python -m wyoming_multitts.modelgen SIZE DIR` writes next to the models."""
 BENCH_CATALOG = "benchmark-voices.yaml"
 """The benchmark's copy of it: absolute paths and the benchmark's work cap per request."""
-BENCHMARKED_ENGINES = ("orpheus", "outetts", "qwen3tts")
+BENCHMARKED_ENGINES = ("orpheus", "outetts", "qwen3tts", "bark")
 """Engines whose models get a raw ceiling (`ceiling.CODEC_WINDOWS` knows their codec)."""
-FRAME_CAPPED_ENGINES = ("qwen3tts",)
-"""Engines whose work per request is capped in frames (`max_frames`), not in tokens."""
+TOKEN_CAPS = {"orpheus": "max_tokens", "outetts": "max_tokens", "bark": "max_semantic_tokens"}
+"""Engine → its option that caps the tokens a request generates (`--max-tokens`)."""
+FRAME_CAPS = {"qwen3tts": "max_frames"}
+"""Engine → its option that caps the frames a request generates (`--max-frames`)."""
 
 
 class BenchError(RuntimeError):
@@ -31,7 +33,7 @@ class BenchError(RuntimeError):
 def ensure_models(size: str, directory: Path, threads: int) -> Path:
     """Random `size` ("tiny"/"full-size") models in `directory`, built unless all there already."""
     catalog = directory / GENERATED_CATALOG
-    if catalog.is_file() and _files_present(load_catalog(catalog)):
+    if catalog.is_file() and _complete(load_catalog(catalog)):
         _LOGGER.info("Using the models in %s", directory)
         return catalog
     _LOGGER.info("Writing %s random models into %s (full-size: minutes)", size, directory)
@@ -43,8 +45,11 @@ def ensure_models(size: str, directory: Path, threads: int) -> Path:
     return catalog
 
 
-def _files_present(catalog: Catalog) -> bool:
-    return all(
+def _complete(catalog: Catalog) -> bool:
+    """Every benchmarked engine has a model there and every file is present (a catalog written
+    before an engine was added is written again; `modelgen` keeps the models already there)."""
+    engines = {model.engine for model in catalog.models.values()}
+    return engines >= set(BENCHMARKED_ENGINES) and all(
         ref.path is not None and ref.path.exists()
         for model in catalog.models.values()
         for ref in model.files.values()
@@ -53,9 +58,9 @@ def _files_present(catalog: Catalog) -> bool:
 
 def work_cap(engine: str, max_tokens: int, max_frames: int) -> dict[str, int]:
     """The catalog option that caps a request's work for a model of `engine`."""
-    if engine in FRAME_CAPPED_ENGINES:
-        return {"max_frames": max_frames}
-    return {"max_tokens": max_tokens}
+    if engine in FRAME_CAPS:
+        return {FRAME_CAPS[engine]: max_frames}
+    return {TOKEN_CAPS[engine]: max_tokens}
 
 
 def write_bench_catalog(
@@ -71,10 +76,17 @@ def write_bench_catalog(
         cap = work_cap(model["engine"], max_tokens, max_frames)
         model["options"] = {**model.get("options", {}), **cap}
         for ref in model["files"].values():
-            if "path" in ref:
-                ref["path"] = str((source.parent / ref["path"]).resolve())
+            _absolute(ref, source.parent)
+    for voice in doc["voices"].values():
+        _absolute(voice.get("reference") or {}, source.parent)
     destination.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return load_catalog(destination)
+
+
+def _absolute(ref: dict[str, Any], base_dir: Path) -> None:
+    """Make a file reference's `path:` absolute (the copy lives in another folder)."""
+    if "path" in ref:
+        ref["path"] = str((base_dir / ref["path"]).resolve())
 
 
 def benchmarked_voices(

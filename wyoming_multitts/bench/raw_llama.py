@@ -119,21 +119,33 @@ def last_hidden(lm: RawLm) -> np.ndarray:
     return np.ctypeslib.as_array(hidden, shape=(lm.n_embd,)).copy()
 
 
-def prefill(lm: RawLm, n_tokens: int, rng: np.random.Generator) -> float:
-    """Seconds to evaluate a fresh prompt of `n_tokens` random tokens (or random rows for a
-    row-input model), BATCH_TOKENS at a time."""
+def prefill(lm: RawLm, n_tokens: int, rng: np.random.Generator, cached: int = 0) -> float:
+    """Seconds to evaluate a prompt of `n_tokens` random tokens (random rows for a row-input
+    model) on a cleared cache, after `cached` random ones (not timed): the depth at which the
+    server's prompt starts when its cache held a prefix (OuteTTS's speaker profile)."""
     llama_cpp.llama_memory_clear(lm.memory, True)
-    if lm.n_embd:
-        rows = rng.standard_normal((n_tokens, lm.n_embd), dtype=np.float32)  # (n, n_embd)
-        started = time.perf_counter()
-        for first in range(0, n_tokens, BATCH_TOKENS):
-            decode_rows(lm, rows[first : first + BATCH_TOKENS], first)
-        return time.perf_counter() - started
-    tokens = rng.integers(*PROMPT_TOKEN_RANGE, size=n_tokens).tolist()
+    _evaluate(lm, _random_input(lm, cached, rng), 0)
+    prompt = _random_input(lm, n_tokens, rng)
     started = time.perf_counter()
-    for first in range(0, n_tokens, BATCH_TOKENS):
-        decode_tokens(lm, tokens[first : first + BATCH_TOKENS], first)
+    _evaluate(lm, prompt, cached)
     return time.perf_counter() - started
+
+
+def _random_input(lm: RawLm, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n random rows (n, n_embd) float32 for a row-input model, else n random tokens (n,)."""
+    if lm.n_embd:
+        return rng.standard_normal((n, lm.n_embd), dtype=np.float32)
+    return rng.integers(*PROMPT_TOKEN_RANGE, size=n)
+
+
+def _evaluate(lm: RawLm, inputs: np.ndarray, first_position: int) -> None:
+    """Evaluate tokens or rows at first_position…, BATCH_TOKENS at a time."""
+    for first in range(0, len(inputs), BATCH_TOKENS):
+        part = inputs[first : first + BATCH_TOKENS]
+        if lm.n_embd:
+            decode_rows(lm, part, first_position + first)
+        else:
+            decode_tokens(lm, part.tolist(), first_position + first)
 
 
 def greedy_decode(lm: RawLm, first_position: int, n_tokens: int) -> float:

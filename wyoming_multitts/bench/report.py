@@ -98,7 +98,7 @@ def render_markdown(report: Report) -> str:
     lines.append(f"- Other processes kept {others} cores busy on average meanwhile")
     lines += [f"- llama.cpp {name}: {c.system_info}" for name, c in report.ceilings.items()]
 
-    lines += ["", "## Raw ceiling (llama.cpp C API, greedy; the engine's codec)", ""]
+    lines += ["", "## Raw ceiling (llama.cpp C API or, for Bark, its torch stages; greedy)", ""]
     ceiling_rows = []
     for name, c in report.ceilings.items():
         for prompt_tokens in sorted(c.prefill_s):
@@ -106,6 +106,7 @@ def render_markdown(report: Report) -> str:
                 [
                     name,
                     _num(c.load_s),
+                    str(c.cached_tokens),
                     str(prompt_tokens),
                     _num(c.prefill_tok_s(prompt_tokens)),
                     _num(c.decode_tok_s),
@@ -115,7 +116,8 @@ def render_markdown(report: Report) -> str:
                     _num(c.codec_window_s / c.codec_window_audio_s),
                 ]
             )
-    header = ["model", "load s", "prompt tokens", "prefill tok/s", "decode tok/s", "clean runs"]
+    header = ["model", "load s", "cached tokens", "prompt tokens", "prefill tok/s", "decode tok/s"]
+    header.append("clean runs")
     lines += _table(header + ["codec first window", "codec s per audio s"], ceiling_rows)
 
     lines += [

@@ -52,7 +52,9 @@ class Ceiling:
 
     load_s: float
     prefill_s: dict[int, float]
-    """Prompt length in tokens → seconds to prefill it."""
+    """Prompt length in tokens → seconds to prefill it (after `cached_tokens`)."""
+    cached_tokens: int
+    """Tokens evaluated before each timed prompt, as the server's cache held them."""
     decode_tok_s: float
     clean_runs: str
     """Undisturbed runs of all, e.g. `2/3`."""
@@ -62,6 +64,8 @@ class Ceiling:
     codec_window_frames: int
     codec_window_audio_s: float
     frame_tokens: int
+    first_audio_tokens: int
+    """Tokens generated before the first audio: the first window's (Bark: the sentence's)."""
     split_s_per_frame: dict[str, float]
     """Stage → seconds per frame of the raw decode (Qwen3-TTS: talker, predictor), plus the
     codec's per frame of its first window; empty for single-stage engines."""
@@ -87,6 +91,7 @@ class Ceiling:
         return cls(
             load_s=raw["load_s"],
             prefill_s=prefill_s,
+            cached_tokens=max(run.get("cached_tokens", 0) for run in runs),
             decode_tok_s=statistics.median(
                 undisturbed([run["decode_tok_s"] for run in runs], others)
             ),
@@ -96,6 +101,7 @@ class Ceiling:
             codec_window_frames=raw["first_window_frames"],
             codec_window_audio_s=raw["codec"]["audio_s"],
             frame_tokens=raw["frame_tokens"],
+            first_audio_tokens=raw["first_audio_tokens"],
             split_s_per_frame=_raw_split(runs, raw),
             system_info=raw["system_info"],
             raw=raw,
@@ -107,9 +113,10 @@ class Ceiling:
 
     def ideal_first_audio_s(self, prompt_tokens: int) -> float:
         """Prefill + the first window's tokens at the raw decode rate + one window of the codec."""
-        window_tokens = self.frame_tokens * self.codec_window_frames
         return (
-            self.prefill_s[prompt_tokens] + window_tokens / self.decode_tok_s + self.codec_window_s
+            self.prefill_s[prompt_tokens]
+            + self.first_audio_tokens / self.decode_tok_s
+            + self.codec_window_s
         )
 
 

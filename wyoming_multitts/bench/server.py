@@ -25,7 +25,7 @@ LOG_TAIL_CHARS = 3000
 STATS_LINE = re.compile(
     r"stats voice=(?P<voice>\S+) prompt_tokens=(?P<prompt_tokens>\d+) tokens=(?P<tokens>\d+) "
     r"frames=(?P<frames>\d+) prefill_s=(?P<prefill_s>[\d.]+) decode_s=(?P<decode_s>[\d.]+) "
-    r"codec_s=(?P<codec_s>[\d.]+)"
+    r"codec_s=(?P<codec_s>[\d.]+)(?: cached_tokens=(?P<cached_tokens>\d+))?"
 )
 """The INFO line every engine logs once per text piece (`engines.base.log_piece_stats`)."""
 SPLIT_LINE = re.compile(r"split voice=(?P<voice>\S+) (?P<fields>.*)")
@@ -47,6 +47,8 @@ class PieceStats:
     prefill_s: float
     decode_s: float
     codec_s: float
+    cached_tokens: int = 0
+    """Tokens the KV cache already held before the prompt (OuteTTS's speaker profile)."""
     split_s: dict[str, float] = field(default_factory=dict)
     """Seconds per stage (`talker`, `predictor`, `codec`, …) from the engine's `split` line."""
 
@@ -65,6 +67,7 @@ class PieceStats:
             prefill_s=float(values["prefill_s"]),
             decode_s=float(values["decode_s"]),
             codec_s=float(values["codec_s"]),
+            cached_tokens=int(values["cached_tokens"] or 0),
         )
 
 

@@ -93,12 +93,14 @@ def log_piece_stats(
     prefill_seconds: float,
     decode_seconds: float,
     codec_seconds: float,
+    cached_tokens: int = 0,
 ) -> None:
     """One INFO line per spoken text piece, the same for every engine: script/benchmark reads
-    these figures from the server log (decode time excludes the codec's)."""
+    these figures from the server log (decode time excludes the codec's). `prompt_tokens` were
+    evaluated after `cached_tokens` already in the KV cache (OuteTTS's speaker profile)."""
     logger.info(
         "stats voice=%s prompt_tokens=%d tokens=%d frames=%d prefill_s=%.3f decode_s=%.3f "
-        "codec_s=%.3f",
+        "codec_s=%.3f cached_tokens=%d",
         voice,
         prompt_tokens,
         tokens,
@@ -106,4 +108,5 @@ def log_piece_stats(
         prefill_seconds,
         decode_seconds,
         codec_seconds,
+        cached_tokens,
     )

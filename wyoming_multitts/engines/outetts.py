@@ -126,6 +126,8 @@ class OuteTTS:
         self._speakers: dict[str, SpeakerProfile] = {}
         self._cached_prefix: list[int] = []  # the tokens at the start of the KV cache
         self.last_prefill_tokens = 0
+        self.last_cached_tokens = 0
+        """Tokens of the last prompt that the KV cache already held (its reused prefix)."""
         """Tokens the last request had to evaluate before its first reply token."""
         self._lm = LlamaModel(
             paths["model"], device, n_ctx=self._options.n_ctx, threads=threads, where=where
@@ -202,12 +204,14 @@ class OuteTTS:
         if self._cached_prefix == prefix and self._lm.n_past >= len(prefix):
             self._lm.keep_prefix(len(prefix))
             self.last_prefill_tokens = len(suffix)
+            self.last_cached_tokens = len(prefix)
         else:
             self._lm.reset()
             self._cached_prefix = []
             self._lm.decode(prefix)
             self._cached_prefix = prefix
             self.last_prefill_tokens = len(prefix) + len(suffix)
+            self.last_cached_tokens = 0
         return self._lm.decode(suffix)
 
     def synthesize(
@@ -287,6 +291,7 @@ class OuteTTS:
             prefill_done - started,
             time.monotonic() - prefill_done - vocoder_seconds,
             vocoder_seconds,
+            self.last_cached_tokens,
         )
 
     def _is_control(self, token: int) -> bool:
