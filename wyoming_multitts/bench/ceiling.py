@@ -260,34 +260,40 @@ class _Qwen3Runs:
 
 
 class _BarkRuns:
-    """Bark: the three torch stages for `max_semantic_tokens` semantic tokens, greedy."""
+    """Bark: the three torch stages for `max_semantic_tokens` semantic tokens, greedy, with
+    the preset of the model's first voice in the catalog (the benchmarked one)."""
 
-    def __init__(self, engine: bark.Bark, options: bark.BarkOptions) -> None:
+    def __init__(self, engine: bark.Bark, options: bark.BarkOptions, speaker: str | None) -> None:
         self._engine = engine
         self._options = options
+        self._preset = engine.preset(speaker, "bench")
 
     def warm_up(self, rng: np.random.Generator) -> None:
-        raw_bark.measure_run(self._engine, self._options, WARMUP_DECODE_TOKENS, rng)
+        raw_bark.measure_run(self._engine, self._options, self._preset, WARMUP_DECODE_TOKENS, rng)
 
     def measure(
         self, prompt_lengths: Sequence[int], cached_tokens: int, rng: np.random.Generator
     ) -> dict[str, Any]:
         """(The semantic prompt is always 513 tokens merged into 257 positions.)"""
-        return raw_bark.measure_run(
-            self._engine, self._options, self._options.max_semantic_tokens, rng
-        )
+        tokens = self._options.max_semantic_tokens
+        return raw_bark.measure_run(self._engine, self._options, self._preset, tokens, rng)
 
 
 @contextlib.contextmanager
 def open_runs(
-    model: ModelSpec, window: CodecWindow, threads: int, decode_tokens: int, decode_frames: int
+    model: ModelSpec,
+    speaker: str | None,
+    window: CodecWindow,
+    threads: int,
+    decode_tokens: int,
+    decode_frames: int,
 ) -> Iterator[_TokenLmRuns | _Qwen3Runs | _BarkRuns]:
     """The loaded raw model(s) of `model`, ready to measure."""
     if model.engine == "bark":
         options = apply_options(bark.BarkOptions(), model.options, f"model {model.name}")
         engine = raw_bark.open_bark(model, _local_path(model, "model"), threads)
         try:
-            yield _BarkRuns(engine, options)
+            yield _BarkRuns(engine, options, speaker)
         finally:
             engine.close()
     elif model.engine == "qwen3tts":
@@ -309,13 +315,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--decode-frames", type=int, required=True)
     args = parser.parse_args(argv)
 
-    model = load_catalog(args.catalog).models[args.model]
+    catalog = load_catalog(args.catalog)
+    model = catalog.models[args.model]
+    # the speaker of the model's first voice: the one the benchmark runs first (Bark's preset)
+    speaker = next(v.speaker for v in catalog.voices.values() if v.model == model.name)
     window = CODEC_WINDOWS[model.engine](model, args.threads)
 
     quiet_llama_cpp()
     rng = np.random.default_rng(SEED)
     started = time.perf_counter()
-    with open_runs(model, window, args.threads, args.decode_tokens, args.decode_frames) as runs:
+    with open_runs(
+        model, speaker, window, args.threads, args.decode_tokens, args.decode_frames
+    ) as runs:
         load_s = time.perf_counter() - started
         runs.warm_up(rng)  # graph allocation, page-in of the weights
         _reply({"load_s": load_s, "n_ctx": window.n_ctx})

@@ -3,8 +3,9 @@
 Bark has no llama.cpp part, so its ceiling is the forward passes themselves: the same modules,
 prompts of the same lengths and the same number of steps as the server's request (semantic
 prefill of the merged 513-token prompt, `S` semantic steps; the coarse windows, each
-re-prefilled, `coarse_steps(S)` steps; the fine windows, six codebooks each), with an argmax on
-the device instead of the engine's sampling. What is left to the server is its samplers (numpy,
+re-prefilled, `coarse_steps(S)` steps; the fine windows, six codebooks each) and the same voice
+preset (its history makes the coarse windows' prompts longer), with an argmax on the device
+instead of the engine's sampling. What is left to the server is its samplers (numpy,
 over 10,001 / 1,024 logits a step, and the Gumbel draws of the fine stage) and Python. Tokens are
 counted as the server's `stats` line counts them: semantic tokens.
 """
@@ -37,10 +38,12 @@ def open_bark(model: ModelSpec, folder: Path, threads: int) -> bark.Bark:
 
 
 @torch.inference_mode()
-def _semantic(engine: bark.Bark, n_tokens: int, rng: np.random.Generator) -> tuple[float, float]:
+def _semantic(
+    engine: bark.Bark, preset: bark.Preset | None, n_tokens: int, rng: np.random.Generator
+) -> tuple[float, float]:
     """(prefill seconds, seconds of all the steps) for `n_tokens` greedy semantic tokens."""
     text_ids = rng.integers(*BERT_ID_RANGE, size=TEXT_TOKENS)
-    prompt = torch.from_numpy(bark.semantic_input(text_ids, None))[None]  # (1, 513)
+    prompt = torch.from_numpy(bark.semantic_input(text_ids, preset))[None]  # (1, 513)
     started = time.perf_counter()
     logits, cache = engine.semantic_model(prompt, merge_context=True)
     prefilled = time.perf_counter()
@@ -52,16 +55,18 @@ def _semantic(engine: bark.Bark, n_tokens: int, rng: np.random.Generator) -> tup
 
 @torch.inference_mode()
 def _coarse(
-    engine: bark.Bark, semantic: np.ndarray, options: bark.BarkOptions
+    engine: bark.Bark, preset: bark.Preset | None, semantic: np.ndarray, options: bark.BarkOptions
 ) -> tuple[np.ndarray, float]:
     """The coarse codes (2, F) and the seconds of the windows, greedy."""
+    semantic_history, coarse_history = bark.coarse_history(preset, options.max_coarse_history)
+    all_semantic = np.concatenate((semantic_history, semantic))
     n_steps = bark.coarse_steps(semantic.size)
     generated: list[int] = []
     started = time.perf_counter()
     while len(generated) < n_steps:
-        index = int(round(len(generated) / bark.SEMANTIC_TO_COARSE_RATIO))
-        context = np.asarray(generated, np.int64)
-        window = bark.coarse_window_input(semantic, context, index, options)
+        index = semantic_history.size + int(round(len(generated) / bark.SEMANTIC_TO_COARSE_RATIO))
+        context = np.concatenate((coarse_history, generated)).astype(np.int64)
+        window = bark.coarse_window_input(all_semantic, context, index, options)
         step, cache = torch.from_numpy(window)[None], None  # (1, P)
         for _ in range(min(options.sliding_window_len, n_steps - len(generated))):
             logits, cache = engine.coarse_model(step, cache)
@@ -75,9 +80,9 @@ def _coarse(
 
 
 @torch.inference_mode()
-def _fine(engine: bark.Bark, coarse: np.ndarray) -> float:
+def _fine(engine: bark.Bark, preset: bark.Preset | None, coarse: np.ndarray) -> float:
     """Seconds of the fine windows for `coarse` (2, F), greedy."""
-    canvas_np, n_history, _ = bark.fine_input(coarse, None)
+    canvas_np, n_history, _ = bark.fine_input(coarse, preset)
     canvas = torch.from_numpy(canvas_np)  # (L, 8)
     frames = coarse.shape[1]
     n_windows = max(0, math.ceil((frames - (bark.FINE_WINDOW - n_history)) / bark.FINE_HOP)) + 1
@@ -92,16 +97,20 @@ def _fine(engine: bark.Bark, coarse: np.ndarray) -> float:
 
 
 def measure_run(
-    engine: bark.Bark, options: bark.BarkOptions, semantic_tokens: int, rng: np.random.Generator
+    engine: bark.Bark,
+    options: bark.BarkOptions,
+    preset: bark.Preset | None,
+    semantic_tokens: int,
+    rng: np.random.Generator,
 ) -> dict[str, Any]:
     """One sentence of `semantic_tokens` through the three stages; the semantic tokens per
     second of all three after the prefill (as the server's stats count them) and seconds per
     fine frame of each stage (the semantic one with its prefill, as the server's split line)."""
     clock = cpu_clock()
-    prefill_s, semantic_s = _semantic(engine, semantic_tokens, rng)
+    prefill_s, semantic_s = _semantic(engine, preset, semantic_tokens, rng)
     semantic = rng.integers(0, bark.SEMANTIC_VOCAB_SIZE, size=semantic_tokens)
-    coarse, coarse_s = _coarse(engine, semantic, options)
-    fine_s = _fine(engine, coarse)
+    coarse, coarse_s = _coarse(engine, preset, semantic, options)
+    fine_s = _fine(engine, preset, coarse)
     frames = coarse.shape[1]
     return {
         "prefill_s": {str(bark.SEMANTIC_HISTORY_TOKENS + 1): prefill_s},
