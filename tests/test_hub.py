@@ -1,0 +1,55 @@
+"""Model files from the Hugging Face cache, as `--offline` finds them (the hub itself is out of
+reach here): a cache laid out as huggingface_hub writes it, read by the real library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wyoming_multitts.catalog import FileRef
+from wyoming_multitts.hub import Hub, ModelFileError
+
+REPO = "example/voices"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+FILES = ("config.json", "speaker_embeddings/v2/en_speaker_0_semantic_prompt.npy")
+
+
+def cached_snapshot(cache: Path, names: tuple[str, ...]) -> Path:
+    """`cache/models--example--voices` with `refs/main` → COMMIT and the files of `names`."""
+    repo_dir = cache / "models--example--voices"
+    (repo_dir / "refs").mkdir(parents=True)
+    (repo_dir / "refs" / "main").write_text(COMMIT)
+    snapshot = repo_dir / "snapshots" / COMMIT
+    for name in names:
+        (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
+        (snapshot / name).write_text(name)
+    return snapshot
+
+
+def test_offline_file_and_folder_come_from_the_cache(tmp_path: Path) -> None:
+    snapshot = cached_snapshot(tmp_path, FILES)
+    hub = Hub(cache_dir=tmp_path, offline=True)
+    assert hub.fetch_file(FileRef(repo=REPO, file=FILES[1]), "v") == snapshot / FILES[1]
+    assert hub.fetch_folder(FileRef(repo=REPO), FILES, "v") == snapshot
+
+
+def test_a_file_missing_from_the_cached_folder_is_named(tmp_path: Path) -> None:
+    cached_snapshot(tmp_path, FILES[:1])
+    hub = Hub(cache_dir=tmp_path, offline=True)
+    with pytest.raises(ModelFileError, match=r"^voice v: folder .* lacks speaker_embeddings/v2/"):
+        hub.fetch_folder(FileRef(repo=REPO), FILES, "voice v")
+
+
+def test_an_uncached_folder_offline_says_what_to_do(tmp_path: Path) -> None:
+    hub = Hub(cache_dir=tmp_path, offline=True)
+    with pytest.raises(ModelFileError, match=r"cannot get example/voices .*--offline is set"):
+        hub.fetch_folder(FileRef(repo=REPO), FILES, "voice v")
+
+
+def test_a_local_folder_must_hold_every_file(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    hub = Hub(offline=True)
+    with pytest.raises(ModelFileError, match=r"lacks speaker_embeddings.*fix 'path:'"):
+        hub.fetch_folder(FileRef(path=tmp_path), FILES, "voice v")
+    assert hub.fetch_folder(FileRef(path=tmp_path), FILES[:1], "voice v") == tmp_path
