@@ -221,6 +221,13 @@ def _local_path(model: ModelSpec, role: str) -> Path:
     return ref.path
 
 
+def _system_info(engine: str) -> str:
+    """What ran the ceiling: llama.cpp's CPU features, or torch's build for Bark."""
+    if engine == "bark":
+        return f"torch {torch.__version__}, {torch.get_num_threads()} threads"
+    return "llama.cpp " + llama_cpp.llama_print_system_info().decode().strip()
+
+
 def _reply(message: dict[str, Any]) -> None:
     print(json.dumps(message), flush=True)
 
@@ -341,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "first_window_frames": window.first_window_frames,
             "first_audio_tokens": window.first_audio_tokens
             or window.frame_tokens * window.first_window_frames,
-            "system_info": llama_cpp.llama_print_system_info().decode().strip(),
+            "system_info": _system_info(model.engine),
         }
     )
 

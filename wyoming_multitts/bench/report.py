@@ -96,7 +96,7 @@ def render_markdown(report: Report) -> str:
     ]
     others = "?" if report.others_cores is None else f"{report.others_cores:.2f}"
     lines.append(f"- Other processes kept {others} cores busy on average meanwhile")
-    lines += [f"- llama.cpp {name}: {c.system_info}" for name, c in report.ceilings.items()]
+    lines += [f"- {name}: {c.system_info}" for name, c in report.ceilings.items()]
 
     lines += ["", "## Raw ceiling (llama.cpp C API or, for Bark, its torch stages; greedy)", ""]
     ceiling_rows = []
