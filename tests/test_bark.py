@@ -182,6 +182,12 @@ def test_one_sentence_is_one_piece_of_whole_frames(engine: bark.Bark) -> None:
     assert engine.last_tokens is not None and engine.last_tokens.fine.shape == (8, frames)
 
 
+def test_max_gen_duration_stops_the_semantic_stage(engine: bark.Bark) -> None:
+    """As suno: stop once the tokens / 49.9 exceed max_gen_duration_s (0.1 s: the 5th token)."""
+    speak(engine, "Hello there.", voice(max_gen_duration_s=0.1))
+    assert engine.last_tokens is not None and engine.last_tokens.semantic.size == 5
+
+
 def test_same_seed_same_audio_other_seed_other_audio(engine: bark.Bark) -> None:
     first = speak(engine, "Hello there.", voice())
     assert np.array_equal(first, speak(engine, "Hello there.", voice()))

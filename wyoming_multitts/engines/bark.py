@@ -156,6 +156,9 @@ class BarkOptions:
     cut long trailing silences)."""
     max_semantic_tokens: int = MAX_SEMANTIC_STEPS
     """Most semantic tokens per sentence (49.9 a second); fewer make short, fast test runs."""
+    max_gen_duration_s: float = 0.0
+    """The reference's cap in seconds of speech: stop once the semantic tokens stand for more
+    than this (0: none, suno's None)."""
     max_coarse_history: int = 630
     """Coarse tokens of context per window (60..630: faster vs more context)."""
     sliding_window_len: int = 60
@@ -168,6 +171,8 @@ class BarkOptions:
             raise ValueError("temperatures must be >= 0")
         if not 0 < self.min_eos_p <= 1:
             raise ValueError("min_eos_p must be in (0, 1]")
+        if self.max_gen_duration_s < 0:
+            raise ValueError("max_gen_duration_s must be >= 0 (0: no limit)")
         if not 1 <= self.max_semantic_tokens <= MAX_SEMANTIC_STEPS:
             raise ValueError(f"max_semantic_tokens must be in 1..{MAX_SEMANTIC_STEPS}")
         low, high = COARSE_HISTORY_RANGE
@@ -550,7 +555,10 @@ class Bark:
             ):
                 break
             tokens.append(token)
-            if len(tokens) >= options.max_semantic_tokens:
+            if len(tokens) >= options.max_semantic_tokens or (
+                options.max_gen_duration_s
+                and len(tokens) / SEMANTIC_RATE_HZ > options.max_gen_duration_s
+            ):
                 break
             step = torch.tensor([[token]], device=self.device)  # (1, 1)
             logits, cache = self.semantic_model(step, cache)
