@@ -4,6 +4,7 @@ llama.cpp (talker, code predictor, tokenizer) and torch (decoder), compared with
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import shutil
@@ -58,6 +59,18 @@ def tiny_spec(snapshot: Path, **options: object) -> ModelSpec:
 def load_engine(snapshot: Path, **options: object) -> qwen3tts.Qwen3TTS:
     paths = {"model": snapshot}
     return qwen3tts.load(tiny_spec(snapshot, **options), paths, CPU, THREADS, "test qwen3tts")
+
+
+@contextlib.contextmanager
+def copied_engine(snapshot: Path, tmp_path: Path, **options: object) -> Iterator[qwen3tts.Qwen3TTS]:
+    """The engine on a copy of `snapshot` (its own conversion), closed afterwards."""
+    source = tmp_path / "snapshot"
+    shutil.copytree(snapshot, source)
+    loaded = load_engine(source, **options)
+    try:
+        yield loaded
+    finally:
+        loaded.close()
 
 
 def voice(speaker: str | None = "ryan", language: str = "en", **options: object) -> VoiceSettings:
@@ -125,14 +138,24 @@ def test_greedy_codes_and_audio_equal_qwen_tts(
 def test_default_f16_conversion_gives_the_same_greedy_codes(
     snapshot: Path, tmp_path: Path, oracle: dict[str, np.ndarray]
 ) -> None:
-    source = tmp_path / "snapshot"
-    shutil.copytree(snapshot, source)
-    loaded = load_engine(source, matrix_type="f16")
-    try:
+    with copied_engine(snapshot, tmp_path, matrix_type="f16") as loaded:
         speak(loaded, TEXT, voice(max_frames=ORACLE_FRAMES, **GREEDY))
         assert np.array_equal(loaded.last_codes, oracle["codes"])
-    finally:
-        loaded.close()
+
+
+def test_q8_0_conversion_synthesizes(
+    engine: qwen3tts.Qwen3TTS, snapshot: Path, tmp_path: Path
+) -> None:
+    """8-bit talker matrices (the tiny predictor's are too narrow, F16): the same greedy codes
+    as the f32 conversion, all ORACLE_FRAMES of them (measured), and their audio."""
+    settings = voice(max_frames=ORACLE_FRAMES, **GREEDY)
+    speak(engine, TEXT, settings)
+    expected = engine.last_codes
+    with copied_engine(snapshot, tmp_path, matrix_type="q8_0") as loaded:
+        audio = np.concatenate(speak(loaded, TEXT, settings))
+        codes = loaded.last_codes
+    assert np.array_equal(codes, expected) and np.isfinite(audio).all()
+    assert len(audio) == len(codes) * engine.config.samples_per_frame
 
 
 # ----------------------------------------------------------------------------------------------
@@ -345,5 +368,5 @@ def test_bad_voice_options_are_named(
 
 
 def test_bad_model_option_is_named(snapshot: Path) -> None:
-    with pytest.raises(OptionError, match=r"matrix_type must be one of f16, f32"):
+    with pytest.raises(OptionError, match=r"matrix_type must be one of f16, f32, q8_0, not 'q4'"):
         load_engine(snapshot, matrix_type="q4")

@@ -8,6 +8,7 @@ give through llama.cpp.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -24,6 +25,7 @@ from wyoming_multitts.catalog import parse_catalog
 from wyoming_multitts.devices import resolve_device
 from wyoming_multitts.engines.qwen3tts_convert import (
     LAYER_TENSORS,
+    PREDICTOR_PREFIX,
     ConvertedQwen3TTS,
     ConvertError,
     SafetensorsFiles,
@@ -38,9 +40,14 @@ ORACLE_FRAMES = 4
 THREADS = 2
 RMS_EPS = 1e-6
 ROPE_THETA = 1e6
+Q8_LOGITS_TOLERANCE = 5e-2
+"""max |q8_0 - f32| / max |f32| of the tiny talker's logits after a prefill (measured 2.4e-2;
+the full-size 0.6B's random weights give 3.2e-2, and 1.1e-3 with f16)."""
+Q8_HIDDEN_TOLERANCE = 3e-2
+"""The same for a 32-wide Q8_0 predictor's hidden state against float64 (measured 1.0e-2)."""
 
 llama_cpp = pytest.importorskip("llama_cpp")
-from wyoming_multitts.llm import LlamaModel  # noqa: E402  # needs llama_cpp
+from wyoming_multitts.llm import LlamaModel, read_gguf_metadata  # noqa: E402  # needs llama_cpp
 
 
 @pytest.fixture(scope="module")
@@ -78,29 +85,33 @@ def tables(converted: ConvertedQwen3TTS) -> dict[str, np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def talker(converted: ConvertedQwen3TTS) -> Iterator[LlamaModel]:
-    model = LlamaModel(
-        converted.talker,
+def converted_q8(snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> ConvertedQwen3TTS:
+    """The tiny snapshot converted with Q8_0 matrices."""
+    return convert(snapshot, tmp_path_factory.mktemp("converted-q8_0"), "test", matrix_type="q8_0")
+
+
+def open_stack(path: Path) -> LlamaModel:
+    """A talker or predictor GGUF on the CPU, fed with rows and returning hidden states."""
+    return LlamaModel(
+        path,
         resolve_device("cpu", "test"),
         n_ctx=64,
         threads=THREADS,
         where="test",
         hidden_states=True,
     )
+
+
+@pytest.fixture(scope="module")
+def talker(converted: ConvertedQwen3TTS) -> Iterator[LlamaModel]:
+    model = open_stack(converted.talker)
     yield model
     model.close()
 
 
 @pytest.fixture(scope="module")
 def predictor(converted: ConvertedQwen3TTS) -> Iterator[LlamaModel]:
-    model = LlamaModel(
-        converted.code_predictor,
-        resolve_device("cpu", "test"),
-        n_ctx=64,
-        threads=THREADS,
-        where="test",
-        hidden_states=True,
-    )
+    model = open_stack(converted.code_predictor)
     yield model
     model.close()
 
@@ -168,6 +179,11 @@ def _close(actual: np.ndarray, expected: np.ndarray, tolerance: float) -> None:
     scale = float(np.abs(expected).max())
     error = float(np.abs(actual - expected).max())
     assert error <= tolerance * scale, f"max |error| {error:.3g} > {tolerance} x {scale:.3g}"
+
+
+def tensor_types(path: Path) -> dict[str, str]:
+    """GGUF tensor name → storage type name (`F32`, `F16`, `Q8_0`)."""
+    return {tensor.name: tensor.tensor_type.name for tensor in gguf.GGUFReader(path).tensors}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -309,16 +325,76 @@ def test_f16_conversion_keeps_predictor_ffn_down_f32(
     snapshot: Path, tmp_path: Path, tables: dict[str, np.ndarray]
 ) -> None:
     result = convert(snapshot, tmp_path, "test")
-    types = {
-        tensor.name: tensor.tensor_type.name
-        for tensor in gguf.GGUFReader(result.code_predictor).tensors
-    }
+    types = tensor_types(result.code_predictor)
     assert types["blk.0.ffn_down.weight"] == "F32" and types["blk.0.ffn_up.weight"] == "F16"
     assert types["blk.0.attn_norm.weight"] == "F32"
     with np.load(result.tables) as npz:
         assert npz["text_embeddings"].dtype == np.float16
         assert npz["predictor_heads"].dtype == np.float32
         _close(npz["text_embeddings"], tables["text_embeddings"], 1e-3)
+
+
+def predictor_types(converted: ConvertedQwen3TTS, matrices: str) -> dict[str, str]:
+    """What a q8_0 conversion's predictor should hold: norms F32, ffn_down BF16 (its inputs
+    exceed fp16), the other matrices `matrices`."""
+    names = tensor_types(converted.code_predictor)
+    return {
+        name: "F32" if "norm" in name else "BF16" if "ffn_down" in name else matrices
+        for name in names
+    }
+
+
+def test_q8_0_conversion_quantizes_the_matrices(
+    converted_q8: ConvertedQwen3TTS, tables: dict[str, np.ndarray]
+) -> None:
+    """Talker: every matrix Q8_0, norms F32. The tiny predictor is 16 wide, not whole Q8_0
+    blocks of 32: its matrices fall back to F16."""
+    talker = tensor_types(converted_q8.talker)
+    assert talker == {name: "F32" if "norm" in name else "Q8_0" for name in talker}
+    assert tensor_types(converted_q8.code_predictor) == predictor_types(converted_q8, "F16")
+    q8_0 = gguf.LlamaFileType.MOSTLY_Q8_0
+    assert read_gguf_metadata(converted_q8.talker, "test")["general.file_type"] == q8_0
+    with np.load(converted_q8.tables) as npz:
+        assert npz["text_embeddings"].dtype == np.float16
+        assert npz["predictor_heads"].dtype == np.float32
+        _close(npz["codec_embeddings"], tables["codec_embeddings"], 1e-3)
+
+
+def test_q8_0_talker_logits_stay_close_to_f32(
+    converted_q8: ConvertedQwen3TTS, talker: LlamaModel, tables: dict[str, np.ndarray]
+) -> None:
+    rows = np.concatenate(
+        [tables["text_embeddings"][[5, 77, 200, 301]], tables["codec_embeddings"][[3, 17, 1045]]]
+    ).astype(
+        np.float32
+    )  # (7, 32): a prefill of text and codec rows
+    talker.reset()
+    expected, _ = talker.decode_embeddings(rows)
+    quantized = open_stack(converted_q8.talker)
+    try:
+        logits, _ = quantized.decode_embeddings(rows)
+    finally:
+        quantized.close()
+    _close(logits, expected, Q8_LOGITS_TOLERANCE)
+
+
+def test_q8_0_quantizes_a_predictor_of_whole_blocks(tmp_path: Path) -> None:
+    """A tiny snapshot whose predictor is 32 wide: its matrices are Q8_0 (ffn_down BF16), and
+    llama.cpp runs them close to the float64 recomputation."""
+    tiny = qwen3tts.TINY_SHAPE
+    wide = dataclasses.replace(tiny.predictor, hidden=32, intermediate=64, head_dim=16)
+    source = tmp_path / "snapshot"
+    qwen3tts.write_qwen3tts(source, dataclasses.replace(tiny, predictor=wide), qwen3tts.TINY_SEED)
+    result = convert(source, tmp_path / "out", "test", matrix_type="q8_0")
+    assert tensor_types(result.code_predictor) == predictor_types(result, "Q8_0")
+    rows = np.random.default_rng(0).standard_normal((3, 32)).astype(np.float32)
+    predictor = open_stack(result.code_predictor)
+    try:
+        _, hidden = predictor.decode_embeddings(rows)
+    finally:
+        predictor.close()
+    expected = qwen3_hidden(rows, SafetensorsFiles.open(source, "test"), PREDICTOR_PREFIX)[-1]
+    _close(hidden, expected, Q8_HIDDEN_TOLERANCE)
 
 
 def test_second_convert_reuses_and_changes_rebuild(snapshot: Path, tmp_path: Path) -> None:
@@ -335,6 +411,11 @@ def test_second_convert_reuses_and_changes_rebuild(snapshot: Path, tmp_path: Pat
     (source / "generation_config.json").write_text(json.dumps(generation))
     result = convert(source, out, "test", matrix_type="f32")
     assert not result.reused and result.config.generation["temperature"] == 0.7
+    result = convert(source, out, "test", matrix_type="q8_0")
+    assert not result.reused and tensor_types(result.talker)["output.weight"] == "Q8_0"
+    assert convert(source, out, "test", matrix_type="q8_0").reused
+    result = convert(source, out, "test")
+    assert not result.reused and tensor_types(result.talker)["output.weight"] == "F16"
     assert not [path for path in out.iterdir() if path.name.endswith(".partial")]
 
 

@@ -20,6 +20,30 @@ class GgufTensor:
     """numpy order (rows, cols); GGUF stores it reversed."""
     dtype: type
     load: Callable[[], np.ndarray]
+    quant: gguf.GGMLQuantizationType | None = None
+    """Store as this block type (e.g. Q8_0) instead of `dtype`: `load` still gives float rows,
+    quantized when written; each row (`shape[-1]`) must be a whole number of blocks."""
+
+    def stored_shape(self) -> tuple[int, ...]:
+        """Shape of the bytes written: `shape`, or (rows, bytes per row) when quantized."""
+        if self.quant is None:
+            return self.shape
+        return gguf.quant_shape_to_byte_shape(self.shape, self.quant)
+
+    def stored_dtype(self) -> np.dtype:
+        """numpy type of what is written (raw bytes when quantized)."""
+        return np.dtype(np.uint8 if self.quant is not None else self.dtype)
+
+    def stored(self) -> np.ndarray:
+        """`load()` as it goes into the file: `dtype`, or quantized to `quant`."""
+        data: np.ndarray = np.ascontiguousarray(
+            self.load(), dtype=self.dtype if self.quant is None else np.float32
+        )
+        if data.shape != self.shape:
+            raise ValueError(f"{self.name}: {data.shape} != {self.shape}")
+        if self.quant is None:
+            return data
+        return gguf.quants.quantize(data, self.quant)  # (rows, bytes per row) uint8
 
 
 def write_gguf(
@@ -30,8 +54,9 @@ def write_gguf(
     writer = gguf.GGUFWriter(path, arch)
     metadata(writer)
     for tensor in tensors:
-        nbytes = int(np.prod(tensor.shape)) * np.dtype(tensor.dtype).itemsize
-        writer.add_tensor_info(tensor.name, tensor.shape, np.dtype(tensor.dtype), nbytes)
+        shape, dtype = tensor.stored_shape(), tensor.stored_dtype()
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        writer.add_tensor_info(tensor.name, shape, dtype, nbytes, raw_dtype=tensor.quant)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
@@ -41,8 +66,5 @@ def write_gguf(
         out.seek(0, 2)
         for tensor in tensors:
             out.write(b"\0" * (-out.tell() % alignment))
-            data: np.ndarray = np.ascontiguousarray(tensor.load(), dtype=tensor.dtype)
-            if data.shape != tensor.shape:
-                raise ValueError(f"{tensor.name}: {data.shape} != {tensor.shape}")
-            data.tofile(out)
+            tensor.stored().tofile(out)
         out.write(b"\0" * (-out.tell() % alignment))

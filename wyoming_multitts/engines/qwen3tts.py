@@ -142,7 +142,8 @@ class Qwen3Options:
     """Most frames per text piece (12.5 per second: 1024 ≈ 82 s); sizes the talker's context.
     Each piece is also capped at FRAMES_PER_TEXT_TOKEN per text token (the runaway guard)."""
     matrix_type: str = "f16"
-    """Weights of the converted GGUFs and tables: `f16`, or `f32` (exact, twice the memory)."""
+    """Weights of the converted GGUFs and tables: `f16`, `f32` (exact, twice the memory) or
+    `q8_0` (8-bit talker and predictor matrices, f16 tables: faster on CPUs)."""
     codec_language: str = ""
     """The model's language tag: empty for the voice's language, `auto` for none, or a key of
     config.json's codec_language_id (e.g. `sichuan_dialect`)."""
@@ -178,7 +179,9 @@ class Qwen3Options:
         if self.max_frames < 1:
             raise ValueError("max_frames must be at least 1")
         if self.matrix_type not in MATRIX_TYPES:
-            raise ValueError(f"matrix_type must be one of {', '.join(MATRIX_TYPES)}")
+            raise ValueError(
+                f"matrix_type must be one of {', '.join(MATRIX_TYPES)}, not {self.matrix_type!r}"
+            )
         if self.context_frames < -1 or self.first_chunk_frames < 1:
             raise ValueError("context_frames must be >= -1 and first_chunk_frames >= 1")
         if self.max_chunk_frames < self.first_chunk_frames:
@@ -278,7 +281,8 @@ def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> i
         ) from err
     n_ctx = PROMPT_ROWS_MAX + options.max_frames
     kv_bytes = 2 * layers * n_ctx * kv_heads * head_dim * 2  # K and V, f16
-    scale = 2 if options.matrix_type == "f32" else 1  # the release is bf16
+    # the release is bf16; q8_0 converts to less, but its tables are f16: bound it by f16
+    scale = 2 if options.matrix_type == "f32" else 1
     return (
         scale * (model_dir / "model.safetensors").stat().st_size
         + (model_dir / "speech_tokenizer" / "model.safetensors").stat().st_size

@@ -13,9 +13,9 @@ the two transformer stacks through llama.cpp as stock `qwen3` models fed with em
   1-D NEOX RoPE, what llama.cpp's `qwen3` applies.
 * `code_predictor.gguf`: the code predictor's layers and norm. Its `token_embd` is a zero
   placeholder (llama.cpp requires one) and it has no `output`, so its logits are meaningless:
-  apply `predictor_heads` from the tables to its hidden state. `ffn_down` stays F32 because the
-  predictor's MLP activations reach ~1.5e5, past fp16 (llama.cpp's own converter does the
-  same, A7).
+  apply `predictor_heads` from the tables to its hidden state. `ffn_down` stays F32 (BF16 with
+  `matrix_type: q8_0`) because the predictor's MLP activations reach ~1.5e5, past fp16
+  (llama.cpp's own converter keeps it F32 too, A7).
 * `text_tokenizer.gguf`: a vocabulary-only `gpt2`/`qwen2` GGUF built from vocab.json,
   merges.txt and tokenizer_config.json's added tokens; llama.cpp tokenizes text with it exactly
   like the release's Qwen2 tokenizer when special tokens are parsed (`parse_special=True`;
@@ -82,8 +82,36 @@ WEIGHTS = "model.safetensors"
 WEIGHTS_INDEX = "model.safetensors.index.json"
 """Single-file weights, or the index of a sharded download (some snapshots carry one)."""
 
-MATRIX_TYPES = {"f16": np.float16, "f32": np.float32}
-"""`matrix_type`: storage of the GGUF weight matrices and of the looked-up tables."""
+
+@dataclass(frozen=True)
+class MatrixType:
+    """What a `matrix_type` stores: the GGUF weight matrices and the looked-up tables."""
+
+    dtype: type
+    """The tables, and the matrices that are not quantized."""
+    quant: gguf.GGMLQuantizationType | None
+    """Block type of the talker's and predictor's matrices; None: `dtype`."""
+    wide_range: gguf.GGMLQuantizationType | None
+    """Type of the predictor's `ffn_down`, whose inputs exceed fp16 (see _write_predictor);
+    None: F32."""
+    file_type: gguf.LlamaFileType
+    """`general.file_type` of the talker and predictor GGUFs."""
+
+
+MATRIX_TYPES = {
+    "f16": MatrixType(np.float16, None, None, gguf.LlamaFileType.MOSTLY_F16),
+    "f32": MatrixType(np.float32, None, None, gguf.LlamaFileType.ALL_F32),
+    "q8_0": MatrixType(
+        np.float16,
+        gguf.GGMLQuantizationType.Q8_0,
+        gguf.GGMLQuantizationType.BF16,
+        gguf.LlamaFileType.MOSTLY_Q8_0,
+    ),
+}
+"""`matrix_type` option → storage. q8_0 (8-bit blocks of 32 with an fp16 scale, 8.5 bits a
+weight) halves what the talker and predictor read per step, which is their CPU time: they are
+memory-bound (0.6B on 2 cores: talker 33 → 22 ms a step, predictor 115 → 73 ms a frame).
+Its tables stay f16 (rows are looked up, never multiplied)."""
 
 SUPPRESSED_CODEC_IDS = 1024
 """qwen-tts bans the top 1024 codec ids (the specials) except EOS: `vocab - 1024 …`
@@ -218,9 +246,10 @@ def convert(
     """Convert the snapshot in `model_dir` into `out_dir`, or reuse an earlier conversion.
 
     `where` (e.g. "model qwen3tts-0.6b") starts every error message. `matrix_type` is "f16"
-    (llama.cpp's usual choice; bf16 weights lose nothing that matters) or "f32" (exact, twice
-    the size; tests compare against qwen-tts with it). Takes about a minute for 0.6B on 2
-    cores, most of it folding the 151936-row text table.
+    (llama.cpp's usual choice; bf16 weights lose nothing that matters), "f32" (exact, twice
+    the size; tests compare against qwen-tts with it) or "q8_0" (8-bit, faster on CPUs; see
+    MATRIX_TYPES). Takes about a minute for 0.6B on 2 cores, most of it folding the 151936-row
+    text table.
     """
     if matrix_type not in MATRIX_TYPES:
         raise ValueError(
@@ -265,16 +294,16 @@ def convert(
         stale.unlink(missing_ok=True)
     talker, predictor = _stacks(raw, model_dir, where)
     _check_tensors(weights, config, raw, talker, predictor, model_dir, where)
-    dtype = MATRIX_TYPES[matrix_type]
+    matrix = MATRIX_TYPES[matrix_type]
 
     _write_step(
-        out_dir, TALKER_GGUF, where, lambda p: _write_talker(p, weights, config, talker, dtype)
+        out_dir, TALKER_GGUF, where, lambda p: _write_talker(p, weights, config, talker, matrix)
     )
     _write_step(
         out_dir,
         PREDICTOR_GGUF,
         where,
-        lambda p: _write_predictor(p, weights, config, predictor, dtype),
+        lambda p: _write_predictor(p, weights, config, predictor, matrix),
     )
     _write_step(
         out_dir,
@@ -283,7 +312,10 @@ def convert(
         lambda p: _write_tokenizer(p, model_dir, config, talker, where),
     )
     _write_step(
-        out_dir, TABLES_NPZ, where, lambda p: _write_tables(p, weights, config, dtype, where)
+        out_dir,
+        TABLES_NPZ,
+        where,
+        lambda p: _write_tables(p, weights, config, matrix.dtype, where),
     )
     _write_step(
         out_dir,
@@ -750,12 +782,11 @@ def _stacks(raw: Mapping[str, Any], model_dir: Path, where: str) -> tuple[_Stack
 
 
 def _add_hparams(
-    writer: gguf.GGUFWriter, stack: _Stack, n_vocab: int, name: str, dtype: type
+    writer: gguf.GGUFWriter, stack: _Stack, n_vocab: int, name: str, file_type: gguf.LlamaFileType
 ) -> None:
     """llama.cpp `qwen3` hyper-parameters (head size said explicitly: 128 ≠ hidden / heads)."""
-    f16 = np.dtype(dtype) == np.float16
     writer.add_name(name)
-    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if f16 else gguf.LlamaFileType.ALL_F32)
+    writer.add_file_type(file_type)
     writer.add_vocab_size(n_vocab)
     writer.add_context_length(stack.max_positions)
     writer.add_embedding_length(stack.hidden)
@@ -779,20 +810,44 @@ def _layer_tensors(
     weights: SafetensorsFiles,
     stack: _Stack,
     prefix: str,
-    dtype: type,
-    f32_modules: tuple[str, ...] = (),
+    matrix: MatrixType,
+    wide_range_modules: tuple[str, ...] = (),
 ) -> list[GgufTensor]:
+    """Every block's tensors: norms (1-D) F32, `wide_range_modules` `matrix.wide_range`, the
+    other matrices `matrix`."""
     tensors = []
     shapes = stack.layer_shapes()
     for i in range(stack.layers):
         for gguf_name, module in LAYER_TENSORS:
-            source = f"{prefix}.layers.{i}.{module}.weight"
+            name = f"blk.{i}.{gguf_name}.weight"
+            load = _loader(weights, f"{prefix}.layers.{i}.{module}.weight")
             shape = shapes[module]
-            kind = np.float32 if len(shape) == 1 or module in f32_modules else dtype
-            tensors.append(
-                GgufTensor(f"blk.{i}.{gguf_name}.weight", shape, kind, _loader(weights, source))
-            )
+            if len(shape) == 1:
+                tensors.append(GgufTensor(name, shape, np.float32, load))
+            elif module in wide_range_modules:
+                tensors.append(GgufTensor(name, shape, np.float32, load, matrix.wide_range))
+            else:
+                tensors.append(_matrix(name, shape, matrix, load))
     return tensors
+
+
+def _matrix(
+    name: str, shape: tuple[int, ...], matrix: MatrixType, load: Callable[[], np.ndarray]
+) -> GgufTensor:
+    """A weight matrix stored as `matrix` says. Quantized rows must be whole blocks (32 values
+    for Q8_0): every width of the released models is, but a matrix whose rows are not (the tiny
+    test models' 16-wide predictor) falls back to `matrix.dtype` (f16) rather than failing."""
+    quant = matrix.quant
+    if quant is not None and shape[-1] % gguf.GGML_QUANT_SIZES[quant][0]:
+        _LOGGER.info(
+            "%s: rows of %d values are not whole %s blocks; storing it as %s",
+            name,
+            shape[-1],
+            quant.name,
+            np.dtype(matrix.dtype).name,
+        )
+        quant = None
+    return GgufTensor(name, shape, matrix.dtype, load, quant)
 
 
 def _loader(weights: SafetensorsFiles, name: str) -> Callable[[], np.ndarray]:
@@ -804,30 +859,30 @@ def _write_talker(
     weights: SafetensorsFiles,
     config: Qwen3TTSRuntimeConfig,
     stack: _Stack,
-    dtype: type,
+    matrix: MatrixType,
 ) -> None:
     hidden, vocab = config.talker_hidden, config.talker_vocab
     tensors = [
-        GgufTensor(
+        _matrix(
             "token_embd.weight",
             (vocab, hidden),
-            dtype,
+            matrix,
             _loader(weights, "talker.model.codec_embedding.weight"),
         ),
-        *_layer_tensors(weights, stack, TALKER_PREFIX, dtype),
+        *_layer_tensors(weights, stack, TALKER_PREFIX, matrix),
         GgufTensor(
             "output_norm.weight",
             (hidden,),
             np.float32,
             _loader(weights, "talker.model.norm.weight"),
         ),
-        GgufTensor(
-            "output.weight", (vocab, hidden), dtype, _loader(weights, "talker.codec_head.weight")
+        _matrix(
+            "output.weight", (vocab, hidden), matrix, _loader(weights, "talker.codec_head.weight")
         ),
     ]
 
     def metadata(writer: gguf.GGUFWriter) -> None:
-        _add_hparams(writer, stack, vocab, "Qwen3-TTS talker", dtype)
+        _add_hparams(writer, stack, vocab, "Qwen3-TTS talker", matrix.file_type)
         _no_tokenizer(writer)
 
     write_gguf(path, "qwen3", metadata, tensors)
@@ -838,14 +893,24 @@ def _write_predictor(
     weights: SafetensorsFiles,
     config: Qwen3TTSRuntimeConfig,
     stack: _Stack,
-    dtype: type,
+    matrix: MatrixType,
 ) -> None:
     hidden, vocab = config.predictor_hidden, config.codebook_size
     tensors = [
         # llama.cpp's qwen3 loader requires token_embd (and ties output to it); inputs are
         # always embedding rows, so a zero placeholder of the codebook's size does
-        GgufTensor("token_embd.weight", (vocab, hidden), dtype, lambda: np.zeros((vocab, hidden))),
-        *_layer_tensors(weights, stack, PREDICTOR_PREFIX, dtype, f32_modules=("mlp.down_proj",)),
+        _matrix("token_embd.weight", (vocab, hidden), matrix, lambda: np.zeros((vocab, hidden))),
+        # ffn_down multiplies the MLP activations, which reach ~1.5e5 in the released predictor,
+        # and llama.cpp's CPU matmul first converts the activations to the weights' partner
+        # type: fp16 for F16 weights (overflows past 65504), Q8_0 blocks for Q8_0 weights (32
+        # values share one scale, so a 1.5e5 outlier gives its 31 neighbours a step of ~1.2e3
+        # and rounds most of them to zero). So f16 keeps ffn_down F32, and q8_0 stores it BF16:
+        # lossless for the bf16 release, and bf16 activations keep each value's own exponent,
+        # rounded to what qwen-tts computes in when run in bf16. Measured (0.6B, 2 cores, q8_0
+        # elsewhere): F32 86, BF16 73, Q8_0 68 ms a frame.
+        *_layer_tensors(
+            weights, stack, PREDICTOR_PREFIX, matrix, wide_range_modules=("mlp.down_proj",)
+        ),
         GgufTensor(
             "output_norm.weight",
             (hidden,),
@@ -855,7 +920,7 @@ def _write_predictor(
     ]
 
     def metadata(writer: gguf.GGUFWriter) -> None:
-        _add_hparams(writer, stack, vocab, "Qwen3-TTS code predictor", dtype)
+        _add_hparams(writer, stack, vocab, "Qwen3-TTS code predictor", matrix.file_type)
         _no_tokenizer(writer)
 
     write_gguf(path, "qwen3", metadata, tensors)
@@ -875,7 +940,9 @@ def _write_tokenizer(
     token_id = {token: i for i, token in enumerate(tokens)}
 
     def metadata(writer: gguf.GGUFWriter) -> None:
-        _add_hparams(writer, stack, len(tokens), "Qwen3-TTS text tokenizer", np.float16)
+        _add_hparams(
+            writer, stack, len(tokens), "Qwen3-TTS text tokenizer", gguf.LlamaFileType.MOSTLY_F16
+        )
         writer.add_tokenizer_model("gpt2")
         writer.add_tokenizer_pre("qwen2")
         writer.add_token_list(tokens)
