@@ -870,22 +870,11 @@ def _write_talker(
             _loader(weights, "talker.model.codec_embedding.weight"),
         ),
         *_layer_tensors(weights, stack, TALKER_PREFIX, matrix),
-        GgufTensor(
-            "output_norm.weight",
-            (hidden,),
-            np.float32,
-            _loader(weights, "talker.model.norm.weight"),
-        ),
         _matrix(
             "output.weight", (vocab, hidden), matrix, _loader(weights, "talker.codec_head.weight")
         ),
     ]
-
-    def metadata(writer: gguf.GGUFWriter) -> None:
-        _add_hparams(writer, stack, vocab, "Qwen3-TTS talker", matrix.file_type)
-        _no_tokenizer(writer)
-
-    write_gguf(path, "qwen3", metadata, tensors)
+    _write_stack(path, weights, stack, vocab, matrix, TALKER_PREFIX, "Qwen3-TTS talker", tensors)
 
 
 def _write_predictor(
@@ -911,19 +900,32 @@ def _write_predictor(
         *_layer_tensors(
             weights, stack, PREDICTOR_PREFIX, matrix, wide_range_modules=("mlp.down_proj",)
         ),
-        GgufTensor(
-            "output_norm.weight",
-            (hidden,),
-            np.float32,
-            _loader(weights, f"{PREDICTOR_PREFIX}.norm.weight"),
-        ),
     ]
+    name = "Qwen3-TTS code predictor"
+    _write_stack(path, weights, stack, vocab, matrix, PREDICTOR_PREFIX, name, tensors)
+
+
+def _write_stack(
+    path: Path,
+    weights: SafetensorsFiles,
+    stack: _Stack,
+    vocab: int,
+    matrix: MatrixType,
+    prefix: str,
+    name: str,
+    tensors: list[GgufTensor],
+) -> None:
+    """A plain `qwen3` GGUF of `tensors` plus the stack's final norm (`{prefix}.norm.weight`),
+    with its hyper-parameters and no tokenizer: the talker and the code predictor alike."""
+    norm = GgufTensor(
+        "output_norm.weight", (stack.hidden,), np.float32, _loader(weights, f"{prefix}.norm.weight")
+    )
 
     def metadata(writer: gguf.GGUFWriter) -> None:
-        _add_hparams(writer, stack, vocab, "Qwen3-TTS code predictor", matrix.file_type)
+        _add_hparams(writer, stack, vocab, name, matrix.file_type)
         _no_tokenizer(writer)
 
-    write_gguf(path, "qwen3", metadata, tensors)
+    write_gguf(path, "qwen3", metadata, [*tensors, norm])
 
 
 def _write_tokenizer(
