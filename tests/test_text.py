@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
@@ -24,6 +25,60 @@ _RANDOM_SEED = 1234
 # Length of the long unpunctuated sentence (characters).
 _LONG_TEXT_CHARS = 2000
 
+# A text with every kind of sentence end (and of non-end) the splitter knows, and its sentences.
+_MIXED_TEXT = (
+    "Hello world. How are you? Fine!! Ask Dr. Smith or St. Mary's (A. B. Jones).\n\n"
+    "Steps: 1. Open it. 2) Close it. It is 3.14, e.g. exactly... Right? “Quoted.” Next\n"
+    "**Bold** and *it*.\n* item one\n* item two\r\n\r\n你好。我很好！“是的。”他说…… Ok… then "
+    "क्या हाल है। ठीक है؟ نعم. Ende"
+)
+_MIXED_SENTENCES = [
+    "Hello world.",
+    "How are you?",
+    "Fine!!",
+    "Ask Dr. Smith or St. Mary's (A. B. Jones).",
+    "Steps: 1.",
+    "Open it.",
+    "2) Close it.",
+    "It is 3.14, e.g. exactly...",
+    "Right? “Quoted.”",
+    "Next\nBold and it.\n item one\n item two",
+    "你好。",
+    "我很好！",
+    "“是的。”",
+    "他说……",
+    "Ok…",
+    "then क्या हाल है।",
+    "ठीक है؟",
+    "نعم.",
+    "Ende",
+]
+
+# Empty chunks a stream may interleave (clients send them; each must cost next to nothing).
+_EMPTY_CHUNKS = 10_000
+
+# Patterns that, repeated, made some step of the front end take quadratic time (or could have):
+# runs of one character, unclosed markup, number separators, sentence ends and abbreviations.
+# fmt: off
+_ADVERSARIAL_PATTERNS = [
+    "*", "_", "1", "1,", ",000", "1.", "$1", "<", "<a", "[", "[a", ":", "1:", " ", "\n", "\r",
+    "a.", "A. ", ". ", "…", "。", "。a", "*a ", "_a ", "**a", "* ", "\n* ", "1.2", "1. a ",
+    "*a_ 1,2.3 $4 <b [c 5:6 A. 。\n",
+]
+# fmt: on
+
+# Length of each adversarial text (characters), and the time the whole chain may take on it:
+# generous for a slow, shared machine, while a quadratic step takes minutes at this length.
+_ADVERSARIAL_CHARS = 200_000
+_ADVERSARIAL_SECONDS = 2.0
+
+# A long stream for the splitter (characters), and the time it may take to split it.
+_LONG_STREAM_CHARS = 1 << 20
+_LONG_STREAM_SECONDS = 1.0
+
+# Piece length used with the adversarial texts (that of most engines).
+_ENGINE_MAX_CHARS = 200
+
 
 def _squeeze(text: str) -> str:
     """The text without any whitespace, to compare contents up to whitespace."""
@@ -37,6 +92,32 @@ def _word_soup(n_chars: int, seed: int = _RANDOM_SEED) -> str:
     while sum(len(word) + 1 for word in words) < n_chars:
         words.append("".join(rng.choice("abcdefghij") for _ in range(rng.randint(1, 12))))
     return " ".join(words)[:n_chars].strip()
+
+
+def _stream(chunks: list[str]) -> list[str]:
+    """The sentences a splitter hands out for these chunks, then at the end."""
+    splitter = SentenceSplitter()
+    sentences = [sentence for chunk in chunks for sentence in splitter.add(chunk)]
+    return sentences + splitter.finish()
+
+
+def _random_chunks(text: str, seed: int, empty_chunks: int = 0) -> list[str]:
+    """The text cut at random places into chunks of 1–20 characters, with empty ones between."""
+    rng = random.Random(seed)
+    chunks = []
+    start = 0
+    while start < len(text):
+        size = rng.randint(1, 20)
+        chunks.append(text[start : start + size])
+        start += size
+    for _ in range(empty_chunks):
+        chunks.insert(rng.randint(0, len(chunks)), "")
+    return chunks
+
+
+def _repeated(pattern: str, n_chars: int) -> str:
+    """The pattern repeated to exactly n_chars characters."""
+    return (pattern * (n_chars // len(pattern) + 1))[:n_chars]
 
 
 def _assert_valid_parts(text: str, parts: list[str], max_chars: int) -> None:
@@ -283,6 +364,39 @@ def test_splitter_one_character_at_a_time() -> None:
     assert sentences + splitter.finish() == split_sentences(text)
 
 
+def test_splitter_ends_at_blank_line_without_waiting() -> None:
+    splitter = SentenceSplitter()
+    assert splitter.add("A paragraph.\n") == []
+    assert splitter.add("\n") == ["A paragraph."]
+    assert splitter.add("Next one\r\n\r\n") == ["Next one"]
+    assert splitter.finish() == []
+
+
+def test_splitter_holds_chinese_end_until_something_follows() -> None:
+    splitter = SentenceSplitter()
+    assert splitter.add("你好。") == []  # a closing quote may still follow
+    assert splitter.add("”") == []
+    assert splitter.add("他说") == ["你好。”"]
+    assert splitter.finish() == ["他说"]
+
+
+def test_splitter_same_sentences_whatever_the_chunking() -> None:
+    assert split_sentences(_MIXED_TEXT) == _MIXED_SENTENCES
+    assert _stream(list(_MIXED_TEXT)) == _MIXED_SENTENCES
+    for seed in range(10):
+        assert _stream(_random_chunks(_MIXED_TEXT, seed)) == _MIXED_SENTENCES
+        chunks = _random_chunks(_MIXED_TEXT, seed, empty_chunks=_EMPTY_CHUNKS)
+        assert _stream(chunks) == _MIXED_SENTENCES
+
+
+@pytest.mark.parametrize("pattern", ["A. ", ". ", "。", "\n", "\r\n", "1. A ", "*a", "…x"])
+def test_splitter_same_sentences_whatever_the_chunking_adversarial(pattern: str) -> None:
+    text = _repeated(pattern, 300)
+    expected = split_sentences(text)
+    assert _stream(list(text)) == expected
+    assert _stream(_random_chunks(text, seed=len(pattern))) == expected
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -293,6 +407,13 @@ def test_splitter_one_character_at_a_time() -> None:
         ("Dr. Smith is here. He waits.", ["Dr. Smith is here.", "He waits."]),
         ("It is 3.14 exactly. Yes.", ["It is 3.14 exactly.", "Yes."]),
         ("你好。我很好。", ["你好。", "我很好。"]),
+        ("Items: 1. Milk. 2) Eggs", ["Items: 1.", "Milk.", "2) Eggs"]),
+        ("Wait… what? No.\n\nSee Dr.\n\nOk", ["Wait…", "what?", "No.", "See Dr.", "Ok"]),
+        ("**Bold** text. Quiet *now*", ["Bold text.", "Quiet now"]),
+        # closers after … stay with their sentence, and a run of end marks is one end
+        # (sentence-stream handed out '" he said.' and "!" as sentences of their own)
+        ('"Wait…" he said.', ['"Wait…"', "he said."]),
+        ("真的吗？! 是的。", ["真的吗？!", "是的。"]),
     ],
 )
 def test_split_sentences(text: str, expected: list[str]) -> None:
@@ -410,6 +531,40 @@ def test_text_pieces_other_language() -> None:
         "Ich habe 5 Äpfel.",
         "Du auch?",
     ]
+
+
+# ---------------------------------------------------------------------------
+# Linear time on any input
+
+
+@pytest.mark.parametrize("pattern", _ADVERSARIAL_PATTERNS)
+def test_front_end_takes_linear_time(pattern: str) -> None:
+    text = _repeated(pattern, _ADVERSARIAL_CHARS)
+    started = time.perf_counter()
+    split_sentences(text)  # as the streamed text is split
+    for sentence in split_sentences(normalize(text)):
+        split_to_length(sentence, _ENGINE_MAX_CHARS)
+    assert time.perf_counter() - started < _ADVERSARIAL_SECONDS
+
+
+@pytest.mark.parametrize("text", [" " * _ADVERSARIAL_CHARS, "x" * _ADVERSARIAL_CHARS])
+def test_split_to_length_takes_linear_time(text: str) -> None:
+    started = time.perf_counter()
+    parts = split_to_length(f"a{text}b", 10)
+    assert time.perf_counter() - started < _ADVERSARIAL_SECONDS
+    assert "".join(parts) == f"a{text}b".replace(" ", "")
+
+
+def test_splitter_takes_linear_time_on_long_stream() -> None:
+    text = _repeated(
+        "Hello there, this is one sentence. Is it? Yes! Dr. Who.\n\n", _LONG_STREAM_CHARS
+    )
+    started = time.perf_counter()
+    assert len(_stream([text])) > 0
+    assert time.perf_counter() - started < _LONG_STREAM_SECONDS
+    started = time.perf_counter()
+    assert len(_stream([""] * _EMPTY_CHUNKS + [text])) > 0
+    assert time.perf_counter() - started < _LONG_STREAM_SECONDS
 
 
 # ---------------------------------------------------------------------------
