@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import shutil
 from pathlib import Path
+from typing import AsyncIterator
 
 import pytest
 
-from wyoming_multitts.catalog import load_catalog
+from wyoming_multitts.catalog import Catalog, load_catalog
 from wyoming_multitts.devices import (
     CPU,
     DeviceError,
@@ -18,10 +19,30 @@ from wyoming_multitts.devices import (
     torch_device_for,
 )
 from wyoming_multitts.engines.base import EngineError
-from wyoming_multitts.hub import Hub, ModelFileError
+from wyoming_multitts.hub import Hub
 from wyoming_multitts.registry import ModelRegistry, ModelTooLargeError, RegistrySettings
 
 from .conftest import tiny_model_entry, write_catalog
+
+_OPEN: list[ModelRegistry] = []
+"""Registries made by the running test; closed after it, whatever happened (no stray workers)."""
+
+
+@pytest.fixture(autouse=True)
+async def close_registries() -> AsyncIterator[None]:
+    yield
+    while _OPEN:
+        await _OPEN.pop().close()
+
+
+def new_registry(catalog: Catalog, hub: Hub | None = None, **settings: object) -> ModelRegistry:
+    """A registry over `catalog` with offline tiny-model settings, closed after the test."""
+    registry = ModelRegistry(
+        catalog,
+        RegistrySettings(hub=hub or Hub(offline=True), threads=2, **settings),  # type: ignore
+    )
+    _OPEN.append(registry)
+    return registry
 
 
 def registry_for(
@@ -30,10 +51,9 @@ def registry_for(
     """A registry over `n_models` copies of the tiny Orpheus model (one voice each)."""
     models = {f"m{i}": tiny_model_entry(tiny_models) for i in range(n_models)}
     voices = {f"v{i}": {"model": f"m{i}", "speaker": "tara"} for i in range(n_models)}
-    catalog = load_catalog(write_catalog(tmp_path, tiny_models, models, voices))
-    return ModelRegistry(
-        catalog, RegistrySettings(hub=Hub(offline=True), threads=2, **settings)
-    )  # type: ignore[arg-type]
+    return new_registry(
+        load_catalog(write_catalog(tmp_path, tiny_models, models, voices)), **settings
+    )
 
 
 async def test_concurrent_requests_load_a_model_once(tmp_path: Path, tiny_models: Path) -> None:
@@ -121,10 +141,11 @@ async def test_failed_load_is_retried_by_the_next_request(
     missing = tmp_path / "later.gguf"
     models["m0"]["files"]["model"] = {"path": str(missing)}
     catalog = load_catalog(write_catalog(tmp_path, tiny_models, models, {"v0": {"model": "m0"}}))
-    registry = ModelRegistry(catalog, RegistrySettings(hub=Hub(offline=True), threads=2))
-    with pytest.raises(ModelFileError, match=f"voice v0.*{missing.name}"):
+    registry = new_registry(catalog)
+    with pytest.raises(EngineError, match=f"voice v0.*{missing.name}") as failure:
         async with registry.acquire("m0", "v0"):
             pass
+    assert failure.value.code == "ModelFileError"  # type: ignore[attr-defined]
     shutil.copy(tiny_models / "orpheus-tiny.gguf", missing)
     async with registry.acquire("m0", "v0"):
         pass
@@ -136,10 +157,11 @@ async def test_offline_hub_download_is_a_clear_error(tmp_path: Path, tiny_models
     models["m0"]["files"]["model"] = {"repo": "example/not-cached-GGUF", "file": "model.gguf"}
     catalog = load_catalog(write_catalog(tmp_path, tiny_models, models, {"v0": {"model": "m0"}}))
     hub = Hub(cache_dir=tmp_path / "cache", offline=True)
-    registry = ModelRegistry(catalog, RegistrySettings(hub=hub, threads=2))
-    with pytest.raises(ModelFileError, match="example/not-cached-GGUF/model.gguf.*--offline"):
+    registry = new_registry(catalog, hub)
+    with pytest.raises(EngineError, match="example/not-cached-GGUF/model.gguf.*--offline") as err:
         async with registry.acquire("m0", "v0"):
             pass
+    assert err.value.code == "ModelFileError"  # type: ignore[attr-defined]
 
 
 async def test_missing_file_role_names_what_the_engine_needs(
@@ -148,7 +170,7 @@ async def test_missing_file_role_names_what_the_engine_needs(
     models = {"m0": tiny_model_entry(tiny_models)}
     del models["m0"]["files"]["codec"]
     catalog = load_catalog(write_catalog(tmp_path, tiny_models, models, {"v0": {"model": "m0"}}))
-    registry = ModelRegistry(catalog, RegistrySettings(hub=Hub(offline=True), threads=2))
+    registry = new_registry(catalog)
     with pytest.raises(EngineError, match="files.codec"):
         async with registry.acquire("m0", "v0"):
             pass

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import re
 import shlex
+import signal
 import sys
 from dataclasses import dataclass
 from functools import partial
@@ -49,6 +51,15 @@ class Settings:
     unload_after: float | None
     offline: bool
     max_text_chars: int
+    max_speech_seconds: float
+    max_pieces: int
+    max_audio_ahead: float
+    client_timeout: float
+    idle_timeout: float
+    max_connections: int
+    max_waiting: int
+    load_timeout: float
+    shutdown_grace: float
     debug: bool
     log_format: str
 
@@ -140,6 +151,67 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-text-chars", type=int, default=20_000, help="longest text one request may carry"
     )
+    limits = parser.add_argument_group(
+        "limits", "what one client may cost (docs/process-model.md); each refusal is an error event"
+    )
+    limits.add_argument(
+        "--max-speech-seconds",
+        type=float,
+        default=900.0,
+        help="most audio one request may ask for, estimated from its text once numbers are "
+        "spelled out (default: %(default)g)",
+    )
+    limits.add_argument(
+        "--max-pieces",
+        type=int,
+        default=500,
+        help="most text pieces one request may give an engine (default: %(default)d)",
+    )
+    limits.add_argument(
+        "--max-audio-ahead",
+        type=float,
+        default=4.0,
+        metavar="SECONDS",
+        help="audio a model may make beyond what its client has taken (default: %(default)g)",
+    )
+    limits.add_argument(
+        "--client-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="drop a client that takes none of its audio this long (default: %(default)g)",
+    )
+    limits.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="close a connection with nothing sent or in progress this long "
+        "(default: %(default)g)",
+    )
+    limits.add_argument(
+        "--max-connections", type=int, default=64, help="open connections (default: %(default)d)"
+    )
+    limits.add_argument(
+        "--max-waiting",
+        type=int,
+        default=8,
+        help="requests that may queue for one busy model (default: %(default)d)",
+    )
+    limits.add_argument(
+        "--load-timeout",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="stop a model load (after its download) that takes longer (default: %(default)g)",
+    )
+    limits.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM, time requests in flight get to finish (default: %(default)g)",
+    )
     parser.add_argument("--debug", action="store_true", help="log DEBUG messages")
     parser.add_argument("--log-format", default=logging.BASIC_FORMAT, help="logging format")
     parser.add_argument("--version", action="version", version=__version__)
@@ -150,8 +222,23 @@ def parse_settings(argv: list[str]) -> Settings:
     """Parse argv plus `$WYOMING_MULTITTS_ARGS` into `Settings` (exits with a hint on errors)."""
     parser = build_parser()
     args = parser.parse_args(argv + shlex.split(os.environ.get(ARGS_ENV, "")))
-    if args.threads < 1 or args.samples_per_chunk < 1 or args.max_text_chars < 1:
-        parser.error("--threads, --samples-per-chunk and --max-text-chars must be at least 1")
+    counts = ("threads", "samples_per_chunk", "max_text_chars", "max_pieces", "max_connections")
+    if any(getattr(args, name) < 1 for name in counts):
+        parser.error(
+            "--" + ", --".join(n.replace("_", "-") for n in counts) + " must be at least 1"
+        )
+    seconds = (
+        "max_speech_seconds",
+        "max_audio_ahead",
+        "client_timeout",
+        "idle_timeout",
+        "load_timeout",
+    )
+    if any(not getattr(args, name) > 0 for name in seconds) or not args.max_waiting >= 0:
+        parser.error(
+            "--" + ", --".join(n.replace("_", "-") for n in seconds) + " must be above 0 and "
+            "--max-waiting at least 0"
+        )
     if args.zeroconf and not args.uri.startswith("tcp://"):
         parser.error("--zeroconf needs a tcp:// --uri (Home Assistant connects over TCP)")
     voices = args.voices or next(
@@ -177,6 +264,15 @@ def parse_settings(argv: list[str]) -> Settings:
         unload_after=args.unload_after,
         offline=args.offline,
         max_text_chars=args.max_text_chars,
+        max_speech_seconds=args.max_speech_seconds,
+        max_pieces=args.max_pieces,
+        max_audio_ahead=args.max_audio_ahead,
+        client_timeout=args.client_timeout,
+        idle_timeout=args.idle_timeout,
+        max_connections=args.max_connections,
+        max_waiting=args.max_waiting,
+        load_timeout=args.load_timeout,
+        shutdown_grace=max(args.shutdown_grace, 0.0),
         debug=args.debug,
         log_format=args.log_format,
     )
@@ -208,17 +304,17 @@ def run() -> None:
 
 
 async def serve(settings: Settings) -> None:
-    """Build catalog, registry and server; serve until stopped."""
+    """Build catalog, registry and server; serve until SIGTERM or SIGINT, then stop gracefully:
+    stop accepting, let requests in flight finish, stop the model workers, leave zeroconf."""
     # Imported here, after configure_thread_pools: these pull in numpy.
     from urllib.parse import urlparse
-
-    from wyoming.server import AsyncServer
 
     from .catalog import CatalogError, load_catalog
     from .handler import HandlerSettings, SynthesisHandler
     from .hub import Hub
     from .info import build_info
     from .registry import ModelRegistry, RegistrySettings
+    from .server import Listener
 
     try:
         catalog = load_catalog(settings.voices)
@@ -242,15 +338,33 @@ async def serve(settings: Settings) -> None:
             device_override=settings.device,
             max_loaded_bytes=settings.max_loaded_bytes,
             unload_after=settings.unload_after,
+            load_timeout=settings.load_timeout,
+            max_waiting=settings.max_waiting,
+            log_level="DEBUG" if settings.debug else "INFO",
+            log_format=settings.log_format,
         ),
     )
     handler_settings = HandlerSettings(
         samples_per_chunk=settings.samples_per_chunk,
         streaming=settings.streaming,
         max_text_chars=settings.max_text_chars,
+        max_speech_seconds=settings.max_speech_seconds,
+        max_pieces=settings.max_pieces,
+        max_audio_ahead=settings.max_audio_ahead,
+        client_timeout=settings.client_timeout,
+        idle_timeout=settings.idle_timeout,
     )
     info = build_info(catalog, streaming=settings.streaming, version=__version__)
-    server = AsyncServer.from_uri(settings.uri)
+    listener = Listener(
+        settings.uri,
+        partial(SynthesisHandler, info, catalog, registry, handler_settings),
+        settings.max_connections,
+    )
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals on Windows
+            loop.add_signal_handler(signum, stopping.set)
     advertisement = None
     if settings.zeroconf_name:
         from .discovery import Advertisement
@@ -267,11 +381,12 @@ async def serve(settings: Settings) -> None:
         if advertisement is not None:
             await advertisement.start()
         _LOGGER.info("Ready on %s", settings.uri)
-        await server.run(partial(SynthesisHandler, info, catalog, registry, handler_settings))
+        await listener.serve(stopping, settings.shutdown_grace)
     finally:
         if advertisement is not None:
             await advertisement.close()
         await registry.close()
+        _LOGGER.info("Stopped")
 
 
 if __name__ == "__main__":

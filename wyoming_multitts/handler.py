@@ -16,15 +16,13 @@ import asyncio
 import contextlib
 import json
 import logging
-import threading
 import time
-from dataclasses import dataclass
-from typing import Any, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any, AsyncIterator, Awaitable
 
-import numpy as np
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
-from wyoming.event import Event
+from wyoming.event import Event, async_write_event
 from wyoming.info import Describe, Info
 from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
@@ -38,10 +36,10 @@ from wyoming.tts import (
 
 from .audio import PCM_CHANNELS, PCM_WIDTH, PcmChunker, to_pcm16
 from .catalog import Catalog, VoiceSpec
-from .engines.base import Engine, ReferenceAudio, VoiceSettings
+from .engines.base import VoiceSettings
 from .errors import VoiceError
 from .registry import ModelRegistry
-from .text import SentenceSplitter, is_speakable, text_pieces
+from .text import SentenceSplitter, is_speakable, normalize, split_sentences, split_to_length
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -49,8 +47,9 @@ MAX_HEADER_BYTES = 64 * 1024
 """Longest event header line we read (asyncio's default stream limit)."""
 MAX_DATA_BYTES = 1024 * 1024
 """Largest event data block accepted; text beyond `--max-text-chars` is refused anyway."""
-MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
-"""Largest payload accepted (a TTS server receives none; bounded so a bad length can't stall us)."""
+SPOKEN_CHARS_PER_SECOND = 15.0
+"""Speaking rate used to bound a request's audio before it is made: English at 150 words a
+minute is about 15 characters (letters and spaces) a second; slower speech only under-counts."""
 
 
 class RequestError(ValueError):
@@ -63,7 +62,7 @@ class RequestError(ValueError):
 
 @dataclass(frozen=True)
 class HandlerSettings:
-    """What the handler needs from the command line."""
+    """What the handler needs from the command line (every bound: docs/process-model.md)."""
 
     samples_per_chunk: int = 1024
     """Samples per `audio-chunk` (wyoming-piper's default)."""
@@ -71,23 +70,20 @@ class HandlerSettings:
     """Speak each sentence of a streamed text as it completes (False: once, at the end)."""
     max_text_chars: int = 20_000
     """Longest text one request may carry (plain or streamed in total)."""
+    max_speech_seconds: float = 900.0
+    """Most audio one request may ask for, estimated from its normalised text."""
+    max_pieces: int = 500
+    """Most text pieces (engine calls) one request may cause after normalisation."""
+    max_audio_ahead: float = 4.0
+    """Seconds of audio a worker may make beyond what the client has taken."""
+    client_timeout: float = 60.0
+    """Drop a client that takes none of its audio for this many seconds (frees its model)."""
+    idle_timeout: float = 120.0
+    """Close a connection that sends nothing and has nothing in progress for this long."""
 
 
-@dataclass
-class _Request:
-    """A validated request: who speaks and in which language."""
-
-    voice: VoiceSpec
-    speaker: str | None
-
-    def settings(self, reference: ReferenceAudio | None = None) -> VoiceSettings:
-        return VoiceSettings(
-            name=self.voice.name,
-            speaker=self.speaker,
-            language=self.voice.languages[0],
-            options=self.voice.options,
-            reference=reference,
-        )
+class ClientStalledError(ConnectionError):
+    """The client took nothing for `client_timeout` seconds."""
 
 
 async def read_event(reader: asyncio.StreamReader) -> Event | None:
@@ -106,34 +102,50 @@ async def read_event(reader: asyncio.StreamReader) -> Event | None:
         raise RequestError(
             f"event header longer than {MAX_HEADER_BYTES} bytes", "event-too-large"
         ) from err
-    try:
-        header = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise RequestError(f"event header is not JSON: {err}", "malformed-event") from err
+    header = _parse_json(line, "event header")
     if not isinstance(header, dict) or not isinstance(header.get("type"), str):
         raise RequestError("event header needs a string 'type'", "malformed-event")
     data = header.get("data") or {}
     data_length = _length(header, "data_length", MAX_DATA_BYTES)
     if data_length:
-        try:
-            extra = json.loads(await reader.readexactly(data_length))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise RequestError(f"event data is not JSON: {err}", "malformed-event") from err
+        extra = _parse_json(await reader.readexactly(data_length), "event data")
         if not isinstance(extra, dict) or not isinstance(data, dict):
             raise RequestError("event data must be a JSON object", "malformed-event")
         data = {**data, **extra}
     if not isinstance(data, dict):
         raise RequestError("event data must be a JSON object", "malformed-event")
-    payload_length = _length(header, "payload_length", MAX_PAYLOAD_BYTES)
-    payload = await reader.readexactly(payload_length) if payload_length else None
-    return Event(type=header["type"], data=data, payload=payload)
+    if _length(header, "payload_length", None):
+        raise RequestError(
+            f"event {header['type'][:40]!r} carries a payload; a text-to-speech server takes none",
+            "payload-not-accepted",
+        )
+    return Event(type=header["type"], data=data)
 
 
-def _length(header: dict[str, Any], key: str, limit: int) -> int:
+def _parse_json(raw: bytes, what: str) -> Any:
+    """JSON that can be handled and echoed safely: no syntax error, no nesting deeper than
+    Python's recursion limit, no integer too long to convert, no lone surrogate."""
+    try:
+        value = json.loads(raw)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except RecursionError as err:
+        raise RequestError(f"{what} is nested too deeply", "malformed-event") from err
+    except UnicodeEncodeError as err:
+        raise RequestError(
+            f"{what} has invalid Unicode (a lone surrogate escape)", "malformed-event"
+        ) from err
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, integer too long
+        raise RequestError(
+            f"{what} is not valid JSON: {str(err)[:200]}", "malformed-event"
+        ) from err
+    return value
+
+
+def _length(header: dict[str, Any], key: str, limit: int | None) -> int:
     value = header.get(key) or 0
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise RequestError(f"event {key} must be a non-negative integer", "malformed-event")
-    if value > limit:
+    if limit is not None and value > limit:
         raise RequestError(f"event {key} {value} is over the limit of {limit}", "event-too-large")
     return value
 
@@ -156,28 +168,75 @@ class SynthesisHandler(AsyncEventHandler):
         self._registry = registry
         self._settings = settings
         self._task: asyncio.Task[None] | None = None
-        self._cancel = threading.Event()
         self._stream: _TextStream | None = None
+        self._last_activity = time.monotonic()
 
     # ---- connection
 
     async def run(self) -> None:
-        """Read events until the client leaves, then cancel whatever it asked for."""
+        """Read events until the client leaves or idles, then cancel whatever it asked for."""
         self._is_running = True
+        pending: asyncio.Task[Event | None] | None = None
         try:
             while self._is_running:
+                if pending is None:
+                    pending = asyncio.create_task(read_event(self.reader))
+                if not await self._wait_for_client(pending):
+                    _LOGGER.info(
+                        "Closing a connection idle for %g s (--idle-timeout)",
+                        self._settings.idle_timeout,
+                    )
+                    break
                 try:
-                    event = await read_event(self.reader)
+                    event = pending.result()
                 except RequestError as err:
                     await self._send_error(err)
                     break
+                pending = None
+                self._last_activity = time.monotonic()
                 if event is None or not await self.handle_event(event):
                     break
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client vanished mid-event
         finally:
+            if pending is not None:
+                pending.cancel()
             await self._cancel_synthesis()
             self.writer.close()
+
+    async def _wait_for_client(self, pending: asyncio.Task[Event | None]) -> bool:
+        """Wait for the next event; False once the connection has been idle too long (nothing
+        received and nothing in progress for `idle_timeout` seconds)."""
+        while True:
+            busy = self._task is not None and not self._task.done()
+            if busy:
+                self._last_activity = time.monotonic()
+            left = self._last_activity + self._settings.idle_timeout - time.monotonic()
+            if left <= 0:
+                return False
+            done, _ = await asyncio.wait({pending}, timeout=min(left, 1.0) if busy else left)
+            if done:
+                return True
+
+    async def write_event(self, event: Event) -> None:
+        """Send an event; `ClientStalledError` when the client takes nothing for
+        `client_timeout` seconds (what waits in the socket buffer stays bounded by it)."""
+        try:
+            await asyncio.wait_for(
+                async_write_event(event, self.writer), self._settings.client_timeout
+            )
+        except asyncio.TimeoutError:
+            raise ClientStalledError(
+                f"the client took nothing for {self._settings.client_timeout:g} s"
+            ) from None
+
+    async def finish(self, grace: float) -> None:
+        """The server is stopping: let the request in progress end within `grace` seconds,
+        then close the connection (which cancels what is left of it)."""
+        if self._task is not None and not self._task.done():
+            with contextlib.suppress(asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(self._task), grace)
+        await self.stop()
 
     async def handle_event(self, event: Event) -> bool:
         """Dispatch one event; False closes the connection."""
@@ -196,23 +255,24 @@ class SynthesisHandler(AsyncEventHandler):
             if self._stream is not None:
                 return True  # the compatibility copy of a streamed text: already being spoken
             text = _text(event.data)
-            request = self._request(event.data.get("voice"))
+            spec, voice = self._request(event.data.get("voice"))
             self._check_text(text)
-            await self._start(self._speak_once(request, text))
+            await self._start(self._speak_once(spec, voice, text))
         elif SynthesizeStart.is_type(event.type):
-            request = self._request(event.data.get("voice"))
+            spec, voice = self._request(event.data.get("voice"))
             self._stream = _TextStream(self._settings.streaming)
-            await self._start(self._speak_stream(request, self._stream))
+            await self._start(self._speak_stream(spec, voice, self._stream))
         elif SynthesizeChunk.is_type(event.type):
             stream = self._expect_stream(event.type)
-            stream.add(_text(event.data))
-            if stream.total_chars > self._settings.max_text_chars:
+            text = _text(event.data)
+            if stream.total_chars + len(text) > self._settings.max_text_chars:
                 raise self._too_long()
+            stream.add(text)
         elif SynthesizeStop.is_type(event.type):
             self._expect_stream(event.type).finish()
             self._stream = None
         else:
-            _LOGGER.debug("Ignoring event %s", event.type)  # select-program, future events
+            _LOGGER.debug("Ignoring event %s", event.type[:40])  # select-program, future events
         return True
 
     def _expect_stream(self, event_type: str) -> "_TextStream":
@@ -222,9 +282,11 @@ class SynthesisHandler(AsyncEventHandler):
 
     # ---- validation
 
-    def _request(self, voice: Any) -> _Request:
+    def _request(self, voice: Any) -> tuple[VoiceSpec, VoiceSettings]:
+        """The catalog voice a request names, and the voice the engine speaks in."""
         if voice is None or voice == {}:
-            return _Request(self._catalog.default_voice, self._catalog.default_voice.speaker)
+            spec = self._catalog.default_voice
+            return spec, _voice_settings(spec, spec.speaker)
         if not isinstance(voice, dict):
             raise RequestError("'voice' must be an object with 'name'", "malformed-event")
         name = _optional_str(voice, "name")
@@ -236,14 +298,15 @@ class SynthesisHandler(AsyncEventHandler):
             spec = self._catalog.voices[name]
         else:
             known = ", ".join(self._catalog.voices)
-            raise RequestError(f"unknown voice {name!r} (voices: {known})", "unknown-voice")
+            raise RequestError(f"unknown voice {name[:80]!r} (voices: {known})", "unknown-voice")
         if speaker is not None and speaker != spec.speaker and speaker not in spec.speakers:
             offered = ", ".join(spec.speakers or ((spec.speaker,) if spec.speaker else ()))
             raise RequestError(
-                f"voice {spec.name} has no speaker {speaker!r} (speakers: {offered or 'none'})",
+                f"voice {spec.name} has no speaker {speaker[:80]!r} "
+                f"(speakers: {offered or 'none'})",
                 "unknown-speaker",
             )
-        return _Request(spec, speaker or spec.speaker)
+        return spec, _voice_settings(spec, speaker or spec.speaker)
 
     def _voice_for_language(self, language: str | None) -> VoiceSpec:
         if language is None:
@@ -251,7 +314,7 @@ class SynthesisHandler(AsyncEventHandler):
         for spec in self._catalog.voices.values():
             if any(lang.split("-")[0] == language.split("-")[0] for lang in spec.languages):
                 return spec
-        raise RequestError(f"no voice speaks language {language!r}", "unknown-language")
+        raise RequestError(f"no voice speaks language {language[:40]!r}", "unknown-language")
 
     def _check_text(self, text: str) -> None:
         if len(text) > self._settings.max_text_chars:
@@ -273,7 +336,6 @@ class SynthesisHandler(AsyncEventHandler):
     async def _start(self, work: Awaitable[None]) -> None:
         """Run `work` as this connection's synthesis, cancelling any earlier one first."""
         await self._cancel_synthesis()
-        self._cancel = threading.Event()
         self._task = asyncio.create_task(self._guard(work))
 
     async def _guard(self, work: Awaitable[None]) -> None:
@@ -281,19 +343,23 @@ class SynthesisHandler(AsyncEventHandler):
         try:
             await work
             return
+        except ClientStalledError as err:
+            _LOGGER.warning("Dropping a client: %s (--client-timeout)", err)
+            self.writer.transport.abort()  # frees what waits in the socket buffer
+            return
         except ConnectionError:
             return  # the client left; nothing to tell
         except RequestError as err:
             await self._send_error(err)
         except VoiceError as err:
-            await self._send_error(RequestError(str(err), type(err).__name__))
+            code = getattr(err, "code", None) or type(err).__name__
+            await self._send_error(RequestError(str(err), code))
         except Exception as err:  # a bug: still tell the client and keep serving the others
             _LOGGER.exception("Unexpected error during synthesis")
-            await self._send_error(RequestError(f"internal error: {err}", type(err).__name__))
+            await self._send_error(RequestError(f"internal error: {err}", "internal-error"))
         await self.stop()
 
     async def _cancel_synthesis(self) -> None:
-        self._cancel.set()
         if self._task is not None and not self._task.done():
             _LOGGER.info("Synthesis cancelled (client left or sent a new request)")
             self._task.cancel()
@@ -301,46 +367,68 @@ class SynthesisHandler(AsyncEventHandler):
                 await self._task
         self._task = None
 
-    async def _speak_once(self, request: _Request, text: str) -> None:
+    async def _speak_once(self, spec: VoiceSpec, voice: VoiceSettings, text: str) -> None:
         """A plain `synthesize`: every piece of the text in one audio cycle."""
-        await self._speak_cycle(request, text, final_event=None)
+        voice = await self._with_reference(spec, voice)
+        await self._speak_cycle(spec, voice, text, _SpeechBudget(self._settings))
 
-    async def _speak_stream(self, request: _Request, stream: "_TextStream") -> None:
+    async def _speak_stream(
+        self, spec: VoiceSpec, voice: VoiceSettings, stream: "_TextStream"
+    ) -> None:
         """A streamed request: one audio cycle per sentence as sentences complete."""
+        voice = await self._with_reference(spec, voice)
+        budget = _SpeechBudget(self._settings)
         spoken_anything = False
         async for sentence in stream.sentences():
             if is_speakable(sentence):
-                await self._speak_cycle(request, sentence, final_event=None)
+                await self._speak_cycle(spec, voice, sentence, budget)
                 spoken_anything = True
         if not spoken_anything:
             self._check_text(stream.text)
         await self.write_event(SynthesizeStopped().event())
 
-    async def _speak_cycle(self, request: _Request, text: str, final_event: Event | None) -> None:
+    async def _with_reference(self, spec: VoiceSpec, voice: VoiceSettings) -> VoiceSettings:
+        """The voice with its reference recording fetched (cloned voices)."""
+        return replace(voice, reference=await self._registry.reference_audio(spec))
+
+    async def _speak_cycle(
+        self, spec: VoiceSpec, voice: VoiceSettings, text: str, budget: "_SpeechBudget"
+    ) -> None:
         """`audio-start`, chunks of all pieces of `text`, `audio-stop`."""
-        voice = request.settings(await self._registry.reference_audio(request.voice))
+        sentences = await asyncio.to_thread(_spoken_sentences, text, voice.language)
+        budget.spend(sentences)
         started = time.monotonic()
         audio_samples = 0
         chunker = PcmChunker(self._settings.samples_per_chunk)
-        async with self._registry.acquire(request.voice.model, voice.name) as engine:
-            rate = engine.sample_rate
+        async with self._registry.acquire(spec.model, voice.name) as worker:
+            assert worker.loaded is not None
+            rate, max_chars = worker.loaded.sample_rate, worker.loaded.max_text_chars
+            pieces = tuple(
+                piece
+                for sentence in sentences
+                for piece in split_to_length(sentence, max_chars)
+                if is_speakable(piece)
+            )
+            budget.check_pieces(len(pieces))
             await self.write_event(
                 AudioStart(rate=rate, width=PCM_WIDTH, channels=PCM_CHANNELS).event()
             )
-            async for piece in _run_engine(engine, text, voice, self._cancel):
-                audio_samples += piece.size
-                for chunk in chunker.add(to_pcm16(piece)):
-                    await self._write_chunk(rate, chunk)
+            ahead = int(self._settings.max_audio_ahead * rate)
+            async with worker.speak(pieces, voice, ahead) as audio:
+                async for piece in audio:
+                    audio_samples += piece.size
+                    for chunk in chunker.add(to_pcm16(piece)):
+                        await self._write_chunk(rate, chunk)
+                    audio.taken(piece.size)
         tail = chunker.flush()
         if tail:
             await self._write_chunk(rate, tail)
         await self.write_event(AudioStop().event())
-        elapsed = time.monotonic() - started
         _LOGGER.info(
             "Spoke %.2f s of audio for voice %s in %.2f s (%d characters)",
             audio_samples / rate,
             voice.name,
-            elapsed,
+            time.monotonic() - started,
             len(text),
         )
 
@@ -353,6 +441,44 @@ class SynthesisHandler(AsyncEventHandler):
         _LOGGER.warning("Refusing request: %s", err)
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self.write_event(Error(text=str(err), code=err.code).event())
+
+
+def _voice_settings(spec: VoiceSpec, speaker: str | None) -> VoiceSettings:
+    """What the engine is told about the voice (its reference is fetched later)."""
+    return VoiceSettings(
+        name=spec.name, speaker=speaker, language=spec.languages[0], options=spec.options
+    )
+
+
+def _spoken_sentences(text: str, language: str) -> list[str]:
+    """The sentences of `text` after normalisation (numbers, symbols and markup spelled out)."""
+    return split_sentences(normalize(text, language))
+
+
+class _SpeechBudget:
+    """What one request may still cost: audio seconds (estimated from its normalised text,
+    before anything is made) and pieces."""
+
+    def __init__(self, settings: HandlerSettings) -> None:
+        self._settings = settings
+        self._chars_left = settings.max_speech_seconds * SPOKEN_CHARS_PER_SECOND
+
+    def spend(self, sentences: list[str]) -> None:
+        self._chars_left -= sum(len(sentence) for sentence in sentences)
+        if self._chars_left < 0:
+            raise RequestError(
+                f"the text would take more than {self._settings.max_speech_seconds:g} s to say "
+                "once numbers and symbols are spelled out (--max-speech-seconds)",
+                "speech-too-long",
+            )
+
+    def check_pieces(self, pieces: int) -> None:
+        if pieces > self._settings.max_pieces:
+            raise RequestError(
+                f"the text makes {pieces} pieces for the engine, over the limit of "
+                f"{self._settings.max_pieces} (--max-pieces)",
+                "too-many-pieces",
+            )
 
 
 class _TextStream:
@@ -388,59 +514,6 @@ class _TextStream:
             yield sentence
 
 
-_DONE = object()
-
-
-async def _run_engine(
-    engine: Engine, text: str, voice: VoiceSettings, cancel: threading.Event
-) -> AsyncIterator[np.ndarray]:
-    """Run the engine over every piece of `text` in a worker thread, yielding its audio here.
-
-    The worker hands pieces to the loop with `call_soon_threadsafe`; however this generator ends
-    (done, error, cancelled), the worker has stopped before it returns, so the model is free.
-    """
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[object] = asyncio.Queue()
-
-    def work() -> None:
-        try:
-            for piece in text_pieces(text, engine.max_text_chars, voice.language):
-                for audio in engine.synthesize(piece, voice, cancel):
-                    loop.call_soon_threadsafe(queue.put_nowait, audio)
-                if cancel.is_set():
-                    break
-        except BaseException as err:  # handed to the loop, raised there
-            loop.call_soon_threadsafe(queue.put_nowait, err)
-        finally:
-            loop.call_soon_threadsafe(queue.put_nowait, _DONE)
-
-    worker = loop.run_in_executor(None, work)
-    finished = False
-    try:
-        while (item := await queue.get()) is not _DONE:
-            if isinstance(item, BaseException):
-                raise item
-            yield item  # type: ignore[misc]
-        finished = True
-    finally:
-        if not finished:
-            cancel.set()  # stop the worker within one token
-        await _wait_for_worker(worker)
-
-
-async def _wait_for_worker(worker: Awaitable[None]) -> None:
-    """Wait for a worker thread even if this task is cancelled meanwhile (then re-raise)."""
-    cancelled = False
-    future = asyncio.ensure_future(worker)
-    while not future.done():
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
-
-
 def _text(data: dict[str, Any]) -> str:
     text = data.get("text")
     if not isinstance(text, str):
@@ -453,6 +526,3 @@ def _optional_str(data: dict[str, Any], key: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise RequestError(f"'{key}' must be a string", "malformed-event")
     return value
-
-
-InfoFactory = Callable[[], Info]

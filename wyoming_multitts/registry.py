@@ -1,8 +1,10 @@
-"""Loaded models: load on first use (once), share between voices, one request at a time per model,
-evict the least recently used idle models to stay within a memory budget, unload idle ones.
+"""Loaded models, each in its own worker process: start on first use (once), share between
+voices, one request at a time per model with a bounded queue, evict the least recently used idle
+models to stay within a memory budget counted from the workers' real memory, unload idle ones,
+and start a fresh worker after one died.
 
-Everything slow (downloads, loads, closes) runs in worker threads; the asyncio loop only does
-bookkeeping, so `describe` is never stuck behind a model.
+A load belongs to the registry, not to the request that started it: a client that leaves during
+a load leaves it running, and its model is counted and reused by the next request.
 """
 
 from __future__ import annotations
@@ -13,46 +15,79 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import AsyncIterator, Mapping
+from typing import AsyncIterator
 
+from . import channel
 from .catalog import Catalog, ModelSpec, VoiceSpec
-from .devices import resolve_device
-from .engines import engine_module, uses_llama_cpp
-from .engines.base import Engine, EngineError, ReferenceAudio
-from .errors import VoiceError
+from .engines.base import EngineError, ReferenceAudio
 from .hub import Hub
+from .process import ModelProcess
 
 _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_MEMORY_SHARE = 0.75
-"""Default memory budget: this share of the machine's RAM."""
+"""Default memory budget: this share of the machine's RAM (or of the container's limit)."""
 IDLE_CHECK_SECONDS = 5.0
 """How often idle models are looked at when `--unload-after` is set (at most)."""
+CGROUP_MEMORY_LIMITS = (
+    Path("/sys/fs/cgroup/memory.max"),  # cgroup v2
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),  # cgroup v1
+)
+"""Where a container's memory limit is found ("max", or a huge number, when there is none)."""
 
 
 class ModelTooLargeError(EngineError):
     """A model does not fit the memory budget even with every other model unloaded."""
 
+    code = "model-too-large"
+
+
+class ModelBusyError(EngineError):
+    """Too many requests already wait for this model (`--max-waiting`)."""
+
+    code = "model-busy"
+
 
 def machine_memory_bytes() -> int:
-    """Physical memory of this machine."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    """Memory this server may use: physical memory, or the container's limit when lower."""
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in CGROUP_MEMORY_LIMITS:
+        with contextlib.suppress(OSError):
+            limit = path.read_text(encoding="ascii").strip()
+            if limit.isdigit():
+                return min(physical, int(limit))
+    return physical
 
 
 @dataclass
 class _Slot:
-    """One catalog model: its loaded engine (if any) and who is using or waiting for it."""
+    """One catalog model: its worker (if any) and who is using or waiting for it."""
 
     spec: ModelSpec
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Held by the one request using the model (asyncio locks are fair: arrival order)."""
-    engine: Engine | None = None
-    reserved_bytes: int = 0
-    """Memory counted against the budget while loading or loaded."""
+    worker: ModelProcess | None = None
+    """The loaded model's worker (possibly dead: checked at each use)."""
+    loading: asyncio.Task[ModelProcess] | None = None
+    estimated_bytes: int = 0
+    """The engine's estimate, counted from the moment the registry made room for it."""
     holders: int = 0
     """Requests using or waiting for this model; such a model is never evicted."""
     last_used: float = 0.0
+
+    def counted_bytes(self) -> int:
+        """Memory counted against the budget: the estimate while loading, then the worker's
+        resident plus GPU memory (never less than the estimate: memory maps fill lazily)."""
+        if self.worker is not None and self.worker.alive:
+            measured = self.worker.resident_bytes() + self.worker.gpu_bytes
+            return max(self.estimated_bytes, measured)
+        return self.estimated_bytes if self.loading is not None else 0
+
+    @property
+    def idle(self) -> bool:
+        return self.worker is not None and self.holders == 0 and self.loading is None
 
 
 @dataclass(frozen=True)
@@ -64,13 +99,19 @@ class RegistrySettings:
     device_override: str | None = None
     """`--device`: used instead of every model's catalog device."""
     max_loaded_bytes: int = 0
-    """Budget for all loaded models (0: `DEFAULT_MEMORY_SHARE` of RAM)."""
+    """Budget for all loaded models (0: `DEFAULT_MEMORY_SHARE` of `machine_memory_bytes`)."""
     unload_after: float | None = None
     """Unload a model idle this many seconds (None: keep loaded)."""
+    load_timeout: float = 900.0
+    """Seconds a worker may take to load its model (after its files are fetched)."""
+    max_waiting: int = 8
+    """Requests that may wait for one model while it serves another."""
+    log_level: str = "INFO"
+    log_format: str = logging.BASIC_FORMAT
 
 
 class ModelRegistry:
-    """Owns every loaded model of a catalog."""
+    """Owns every model worker of a catalog."""
 
     def __init__(self, catalog: Catalog, settings: RegistrySettings) -> None:
         self._settings = settings
@@ -78,6 +119,7 @@ class ModelRegistry:
             machine_memory_bytes() * DEFAULT_MEMORY_SHARE
         )
         self._slots = {name: _Slot(spec) for name, spec in catalog.models.items()}
+        self._room = asyncio.Lock()
         self._idle_task: asyncio.Task[None] | None = None
 
     @property
@@ -86,23 +128,28 @@ class ModelRegistry:
         return self._budget
 
     def loaded_models(self) -> dict[str, int]:
-        """Models loaded now, with the memory each is counted for (bytes)."""
+        """Models loaded now (live workers), with the memory each is counted for (bytes)."""
         return {
-            name: slot.reserved_bytes
+            name: slot.counted_bytes()
             for name, slot in self._slots.items()
-            if slot.engine is not None
+            if slot.worker is not None and slot.worker.alive
         }
 
     @contextlib.asynccontextmanager
-    async def acquire(self, model: str, voice: str) -> AsyncIterator[Engine]:
-        """Wait for the model's turn, load it if needed, and hold it for one request."""
+    async def acquire(self, model: str, voice: str) -> AsyncIterator[ModelProcess]:
+        """Wait for the model's turn (in arrival order), load it if needed, and hold its worker
+        for one request."""
         slot = self._slots[model]
+        waiting = slot.holders - 1 if slot.turn.locked() else slot.holders
+        if waiting >= self._settings.max_waiting:
+            raise ModelBusyError(
+                f"voice {voice} (model {model}): {waiting} requests already wait for this "
+                f"model (--max-waiting {self._settings.max_waiting}); try again shortly"
+            )
         slot.holders += 1
         try:
             async with slot.turn:
-                if slot.engine is None:
-                    slot.engine = await self._load(slot, voice)
-                yield slot.engine
+                yield await self._loaded_worker(slot, voice)
         finally:
             slot.holders -= 1
             slot.last_used = time.monotonic()
@@ -119,91 +166,99 @@ class ModelRegistry:
         path = await asyncio.to_thread(self._settings.hub.fetch_file, ref.audio, where)
         return ReferenceAudio(path, ref.text)
 
-    async def _load(self, slot: _Slot, voice: str) -> Engine:
-        spec = slot.spec
+    async def _loaded_worker(self, slot: _Slot, voice: str) -> ModelProcess:
+        if slot.worker is not None and not slot.worker.alive:
+            _LOGGER.warning(
+                "The worker of model %s had died (%s); starting a new one",
+                slot.spec.name,
+                slot.worker.exit_cause(),
+            )
+            slot.worker, slot.estimated_bytes = None, 0
+        if slot.worker is not None:
+            return slot.worker
+        if slot.loading is None:
+            slot.loading = asyncio.create_task(self._load(slot, voice), name=f"load {voice}")
+            slot.loading.add_done_callback(_retrieve_exception)
+        # shielded: a request cancelled here leaves the load running into the registry
+        return await asyncio.shield(slot.loading)
+
+    async def _load(self, slot: _Slot, voice: str) -> ModelProcess:
+        spec, settings = slot.spec, self._settings
         where = f"voice {voice} (model {spec.name})"
-        loaded = False
+        started = time.monotonic()
+        worker = await ModelProcess.start(spec.name, settings.log_level, settings.log_format)
+        load = channel.Load(
+            spec, settings.hub, settings.device_override or spec.device, settings.threads, where
+        )
         try:
-            module = await asyncio.to_thread(engine_module, spec.engine)
-            paths = await asyncio.to_thread(self._fetch, spec, module.FILES, where)
-            needed = await asyncio.to_thread(module.estimate_bytes, spec, paths, where)
-            await self._make_room(slot, needed, where)
-            slot.reserved_bytes = needed
-            device_name = self._settings.device_override or spec.device
-            started = time.monotonic()
-            device = await asyncio.to_thread(
-                resolve_device, device_name, where, uses_llama_cpp(spec.engine)
+            loaded = await worker.load(
+                load, partial(self._make_room, slot, where), settings.load_timeout
             )
-            engine = await asyncio.to_thread(
-                module.load, spec, paths, device, self._settings.threads, where
-            )
-            loaded = True
-        except VoiceError:
+            slot.worker = worker
+        except BaseException:
+            slot.estimated_bytes = 0
+            await worker.kill()
             raise
-        except Exception as err:  # a library failed in a way we did not foresee: keep the cause
-            raise EngineError(f"{where}: failed to load: {type(err).__name__}: {err}") from err
         finally:
-            if not loaded:
-                slot.reserved_bytes = 0
+            slot.loading = None
+        await self._trim(keep=slot)
         _LOGGER.info(
-            "Loaded model %s (%s) on %s in %.1f s, ~%.0f MB",
+            "Loaded model %s (%s) on %s in %.1f s: worker %d, %.0f MB counted",
             spec.name,
             spec.engine,
-            device.name,
+            loaded.device,
             time.monotonic() - started,
-            needed / 1e6,
+            worker.pid,
+            slot.counted_bytes() / 1e6,
         )
-        return engine
+        return worker
 
-    def _fetch(
-        self, spec: ModelSpec, roles: Mapping[str, tuple[str, ...] | None], where: str
-    ) -> dict[str, Path]:
-        hub = self._settings.hub
-        paths: dict[str, Path] = {}
-        for role, folder_files in roles.items():
-            if role not in spec.files:
-                raise EngineError(
-                    f"{where}: {spec.source} has no files.{role} for this model; "
-                    f"engine {spec.engine} needs files: {', '.join(roles)}"
-                )
-            ref = spec.files[role]
-            paths[role] = (
-                hub.fetch_file(ref, where)
-                if folder_files is None
-                else hub.fetch_folder(ref, folder_files, where)
-            )
-        return paths
-
-    async def _make_room(self, loading: _Slot, needed: int, where: str) -> None:
-        """Unload least recently used idle models until `needed` more bytes fit the budget."""
+    async def _make_room(self, loading: _Slot, where: str, needed: int) -> None:
+        """Unload least recently used idle models until `needed` more bytes fit the budget,
+        then count them for `loading`."""
         if needed > self._budget:
             raise ModelTooLargeError(
                 f"{where}: the model needs ~{needed / 1e9:.1f} GB but the "
                 f"memory budget is {self._budget / 1e9:.1f} GB; raise --max-loaded-bytes"
             )
-        idle = sorted(
-            (s for s in self._slots.values() if s.engine is not None and s.holders == 0),
-            key=lambda s: s.last_used,
-        )
-        for slot in idle:
-            if self._reserved() + needed <= self._budget:
-                break
-            await self._unload(slot, "to make room for " + loading.spec.name)
-        if self._reserved() + needed > self._budget:
-            raise ModelTooLargeError(
-                f"{where}: the model needs ~{needed / 1e6:.0f} MB; models "
-                f"in use take {self._reserved() / 1e6:.0f} MB of the {self._budget / 1e6:.0f} MB "
-                "budget; try again when they are idle, or raise --max-loaded-bytes"
+        async with self._room:
+            idle = sorted(
+                (s for s in self._slots.values() if s.idle and s is not loading),
+                key=lambda s: s.last_used,
             )
+            for slot in idle:
+                if self._counted() + needed <= self._budget:
+                    break
+                await self._unload(slot, "to make room for " + loading.spec.name)
+            if self._counted() + needed > self._budget:
+                raise ModelTooLargeError(
+                    f"{where}: the model needs ~{needed / 1e6:.0f} MB; models in use take "
+                    f"{self._counted() / 1e6:.0f} MB of the {self._budget / 1e6:.0f} MB "
+                    "budget; try again when they are idle, or raise --max-loaded-bytes"
+                )
+            loading.estimated_bytes = needed
 
-    def _reserved(self) -> int:
-        return sum(slot.reserved_bytes for slot in self._slots.values())
+    async def _trim(self, keep: _Slot) -> None:
+        """After a load, measured memory may exceed the estimate: unload least recently used
+        idle models until the budget holds again."""
+        async with self._room:
+            idle = sorted(
+                (s for s in self._slots.values() if s.idle and s is not keep),
+                key=lambda s: s.last_used,
+            )
+            for slot in idle:
+                if self._counted() <= self._budget:
+                    break
+                await self._unload(slot, "over the memory budget after loading " + keep.spec.name)
+
+    def _counted(self) -> int:
+        return sum(slot.counted_bytes() for slot in self._slots.values())
 
     async def _unload(self, slot: _Slot, why: str) -> None:
-        engine, slot.engine, slot.reserved_bytes = slot.engine, None, 0
-        if engine is not None:
+        worker, slot.worker, slot.estimated_bytes = slot.worker, None, 0
+        if worker is not None:
             _LOGGER.info("Unloading model %s (%s)", slot.spec.name, why)
-            await asyncio.to_thread(engine.close)
+            await worker.stop()
 
     def start(self) -> None:
         """Start unloading idle models in the background (when `unload_after` is set)."""
@@ -216,15 +271,26 @@ class ModelRegistry:
             await asyncio.sleep(min(IDLE_CHECK_SECONDS, max(unload_after / 2, 0.1)))
             now = time.monotonic()
             for slot in self._slots.values():
-                if slot.engine is not None and slot.holders == 0:
-                    if now - slot.last_used >= unload_after:
-                        await self._unload(slot, f"idle for {unload_after:g} s")
+                if slot.idle and now - slot.last_used >= unload_after:
+                    await self._unload(slot, f"idle for {unload_after:g} s")
 
     async def close(self) -> None:
-        """Stop the idle task and unload every model."""
+        """Stop the idle task, abandon loads in progress and stop every worker."""
         if self._idle_task is not None:
             self._idle_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._idle_task
         for slot in self._slots.values():
-            await self._unload(slot, "server stopping")
+            if slot.loading is not None:
+                slot.loading.cancel()
+                with contextlib.suppress(BaseException):
+                    await slot.loading
+        await asyncio.gather(
+            *(self._unload(slot, "server stopping") for slot in self._slots.values())
+        )
+
+
+def _retrieve_exception(task: asyncio.Task[ModelProcess]) -> None:
+    """A load whose requests all left still fails quietly (its error was theirs to see)."""
+    if not task.cancelled() and task.exception() is not None:
+        _LOGGER.debug("Load without waiting requests failed: %s", task.exception())

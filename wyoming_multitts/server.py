@@ -1,0 +1,113 @@
+"""Accepting connections: `tcp://` (IPv4, IPv6 or a host name), `unix://` and `stdio://`, at most
+`max_connections` at once, and a graceful stop.
+
+We do this rather than use `wyoming.server.AsyncServer` because a server for unknown clients
+needs a connection limit, and a stop that lets requests in flight finish (SIGTERM from Docker or
+the Home Assistant Supervisor) before the model workers are stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from typing import Callable
+from urllib.parse import urlparse
+
+from wyoming.error import Error
+from wyoming.event import async_get_stdin, async_write_event
+
+from .handler import SynthesisHandler
+
+_LOGGER = logging.getLogger(__name__)
+
+REFUSAL_SECONDS = 1.0
+"""How long telling a refused client why may take."""
+CLOSE_SECONDS = 5.0
+"""How long handlers may take to close after they were told to stop."""
+
+HandlerFactory = Callable[[asyncio.StreamReader, asyncio.StreamWriter], SynthesisHandler]
+
+
+class Listener:
+    """Serves `uri` with one handler per connection until `stopping` is set."""
+
+    def __init__(self, uri: str, make_handler: HandlerFactory, max_connections: int) -> None:
+        self._uri = urlparse(uri)
+        if self._uri.scheme not in ("tcp", "unix", "stdio"):
+            raise ValueError(f"--uri {uri}: use tcp://HOST:PORT, unix://PATH or stdio://")
+        if self._uri.scheme == "tcp" and (self._uri.hostname is None or self._uri.port is None):
+            raise ValueError(f"--uri {uri}: a tcp:// URI needs a host and a port")
+        self._make_handler = make_handler
+        self._max_connections = max_connections
+        self._handlers: dict[asyncio.Task[None], SynthesisHandler] = {}
+
+    async def serve(self, stopping: asyncio.Event, grace: float) -> None:
+        """Accept connections until `stopping` is set; then stop accepting, give requests in
+        flight `grace` seconds to finish, and close every connection."""
+        if self._uri.scheme == "stdio":
+            await self._serve_stdio(stopping)
+        else:
+            server = await self._listen()
+            async with server:
+                await stopping.wait()
+                server.close()  # stop accepting; open connections stay
+        await self._stop_handlers(grace)
+
+    async def _listen(self) -> asyncio.AbstractServer:
+        if self._uri.scheme == "unix":
+            return await asyncio.start_unix_server(self._accept, path=self._uri.path)
+        return await asyncio.start_server(
+            self._accept, host=self._uri.hostname, port=self._uri.port
+        )
+
+    async def _serve_stdio(self, stopping: asyncio.Event) -> None:
+        """One connection over stdin/stdout (e.g. a parent process speaking Wyoming)."""
+        reader = await async_get_stdin()
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, sys.stdout
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        task = self._run_handler(reader, writer)
+        stop_wait = asyncio.create_task(stopping.wait())
+        await asyncio.wait({task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        stop_wait.cancel()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._handlers) >= self._max_connections:
+            _LOGGER.warning(
+                "Refusing a connection: %d are open (--max-connections)", len(self._handlers)
+            )
+            refusal = Error(
+                text=f"the server has {self._max_connections} connections open, its limit "
+                "(--max-connections); try again shortly",
+                code="server-busy",
+            )
+            with contextlib.suppress(ConnectionError, asyncio.TimeoutError):
+                await asyncio.wait_for(async_write_event(refusal.event(), writer), REFUSAL_SECONDS)
+            writer.close()
+            return
+        self._run_handler(reader, writer)
+
+    def _run_handler(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> asyncio.Task[None]:
+        handler = self._make_handler(reader, writer)
+        task = asyncio.create_task(handler.run(), name="wyoming connection")
+        self._handlers[task] = handler
+        task.add_done_callback(lambda done: self._handlers.pop(done, None))
+        return task
+
+    async def _stop_handlers(self, grace: float) -> None:
+        if not self._handlers:
+            return
+        _LOGGER.info(
+            "Stopping: letting %d connection(s) finish their requests (up to %g s)",
+            len(self._handlers),
+            grace,
+        )
+        handlers = dict(self._handlers)
+        await asyncio.gather(*(handler.finish(grace) for handler in handlers.values()))
+        await asyncio.wait(handlers, timeout=CLOSE_SECONDS)
