@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import sys
 from typing import Callable
 from urllib.parse import urlparse
@@ -26,6 +27,10 @@ REFUSAL_SECONDS = 1.0
 """How long telling a refused client why may take."""
 CLOSE_SECONDS = 5.0
 """How long handlers may take to close after they were told to stop."""
+SEND_BUFFER_BYTES = 64 * 1024
+"""Kernel send buffer per connection (Linux doubles it: ~2.7 s of 24 kHz audio). Left alone it
+grows to megabytes on a fast link, so a client that reads nothing would swallow half a minute
+of audio before backpressure (and `--client-timeout`) could notice."""
 
 HandlerFactory = Callable[[asyncio.StreamReader, asyncio.StreamWriter], SynthesisHandler]
 
@@ -89,6 +94,9 @@ class Listener:
                 await asyncio.wait_for(async_write_event(refusal.event(), writer), REFUSAL_SECONDS)
             writer.close()
             return
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
         self._run_handler(reader, writer)
 
     def _run_handler(
