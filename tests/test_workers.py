@@ -307,8 +307,18 @@ async def test_describe_stays_fast_while_streamed_text_floods_in(
         (b'{"type": "synthesize", "data": {"text": "Hi \\ud800 there."}}\n', "malformed-event"),
         (b'{"type": "synthesize", "payload_length": 4}\nRIFF', "payload-not-accepted"),
         (b'{"type": "synthesize", "data": {"text": "' + b"1" * 19000 + b'"}}\n', "speech-too-long"),
+        (b'{"type": "describe", "data_length": false}\n', "malformed-event"),
+        (b'{"type": "describe", "data": []}\n', "malformed-event"),
     ],
-    ids=["deep-json", "huge-integer", "lone-surrogate", "payload", "20k-digits"],
+    ids=[
+        "deep-json",
+        "huge-integer",
+        "lone-surrogate",
+        "payload",
+        "20k-digits",
+        "false-length",
+        "list-data",
+    ],
 )
 async def test_hostile_input_gets_an_error_and_a_close(
     server: RunningServer, raw: bytes, code: str
@@ -379,5 +389,21 @@ async def test_sigterm_finishes_requests_in_flight_then_stops_the_workers(
         assert server.process.wait(timeout=30) == 0
         assert not any(worker.is_running() for worker in workers)
         assert "Stopped" in server.log()
+    finally:
+        server.stop()
+
+
+async def test_sigterm_while_a_request_is_being_cancelled_exits_cleanly(
+    tiny_models: Path, tmp_path: Path
+) -> None:
+    server = start_server(tiny_models / "voices.yaml", tmp_path)
+    try:
+        await synthesize(server, "Load.", "tiny-tara")
+        async with server.client() as client:
+            await client.write_event(Synthesize(LONG_TEXT, SynthesizeVoice("tiny-tara")).event())
+            assert (await read_event(client)).type == "audio-start"  # type: ignore[union-attr]
+        server.process.send_signal(signal.SIGTERM)  # while the server cancels that request
+        assert server.process.wait(timeout=30) == 0
+        assert "Traceback" not in server.log()
     finally:
         server.stop()

@@ -105,7 +105,8 @@ async def read_event(reader: asyncio.StreamReader) -> Event | None:
     header = _parse_json(line, "event header")
     if not isinstance(header, dict) or not isinstance(header.get("type"), str):
         raise RequestError("event header needs a string 'type'", "malformed-event")
-    data = header.get("data") or {}
+    data = header.get("data")
+    data = {} if data is None else data
     data_length = _length(header, "data_length", MAX_DATA_BYTES)
     if data_length:
         extra = _parse_json(await reader.readexactly(data_length), "event data")
@@ -142,7 +143,9 @@ def _parse_json(raw: bytes, what: str) -> Any:
 
 
 def _length(header: dict[str, Any], key: str, limit: int | None) -> int:
-    value = header.get(key) or 0
+    value = header.get(key)
+    if value is None:
+        return 0
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise RequestError(f"event {key} must be a non-negative integer", "malformed-event")
     if limit is not None and value > limit:
@@ -234,8 +237,7 @@ class SynthesisHandler(AsyncEventHandler):
         """The server is stopping: let the request in progress end within `grace` seconds,
         then close the connection (which cancels what is left of it)."""
         if self._task is not None and not self._task.done():
-            with contextlib.suppress(asyncio.TimeoutError, Exception):
-                await asyncio.wait_for(asyncio.shield(self._task), grace)
+            await asyncio.wait({self._task}, timeout=grace)  # never raises: it only waits
         await self.stop()
 
     async def handle_event(self, event: Event) -> bool:
@@ -252,9 +254,9 @@ class SynthesisHandler(AsyncEventHandler):
         elif Ping.is_type(event.type):
             await self.write_event(Pong(text=_optional_str(event.data, "text")).event())
         elif Synthesize.is_type(event.type):
+            text = _text(event.data)
             if self._stream is not None:
                 return True  # the compatibility copy of a streamed text: already being spoken
-            text = _text(event.data)
             spec, voice = self._request(event.data.get("voice"))
             self._check_text(text)
             await self._start(self._speak_once(spec, voice, text))

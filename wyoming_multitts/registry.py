@@ -186,18 +186,20 @@ class ModelRegistry:
         spec, settings = slot.spec, self._settings
         where = f"voice {voice} (model {spec.name})"
         started = time.monotonic()
-        worker = await ModelProcess.start(spec.name, settings.log_level, settings.log_format)
         load = channel.Load(
             spec, settings.hub, settings.device_override or spec.device, settings.threads, where
         )
+        worker = None
         try:
+            worker = await ModelProcess.start(spec.name, settings.log_level, settings.log_format)
             loaded = await worker.load(
                 load, partial(self._make_room, slot, where), settings.load_timeout
             )
             slot.worker = worker
         except BaseException:
             slot.estimated_bytes = 0
-            await worker.kill()
+            if worker is not None:
+                await worker.kill()
             raise
         finally:
             slot.loading = None
