@@ -222,7 +222,7 @@ async def measure(
 def run_benchmark(settings: BenchSettings, work: Path) -> Report:
     """Models, then server and raw ceiling: everything `main` reports."""
     models_dir = settings.models_dir if settings.full_size else work / "models"
-    source = ensure_models(settings.size, models_dir, settings.threads)
+    source = ensure_models(settings.size, models_dir, settings.threads, settings.engines)
     catalog = write_bench_catalog(
         source, work / BENCH_CATALOG, settings.max_tokens, settings.max_frames
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import resource
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Sequence
+
+import psutil
 
 CPUINFO = Path("/proc/cpuinfo")
 MEMINFO = Path("/proc/meminfo")
@@ -100,15 +103,25 @@ def _process_cpu_s(pid: int) -> float:
     return (int(fields[PROC_UTIME]) + int(fields[PROC_UTIME + 1])) / os.sysconf("SC_CLK_TCK")
 
 
+def _with_descendants(pids: Sequence[int]) -> list[int]:
+    """`pids` and every running process below them (the server's model workers)."""
+    found = list(pids)
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            found.extend(child.pid for child in psutil.Process(pid).children(recursive=True))
+    return found
+
+
 def cpu_clock(pids: Sequence[int] = ()) -> CpuClock:
-    """Read the clocks now. Ours: this process, its waited-for children and the running `pids`."""
+    """Read the clocks now. Ours: this process, its waited-for children and the running `pids`
+    with their descendants (a worker that exits between two readings is miscounted once)."""
     ours = sum(
         usage.ru_utime + usage.ru_stime
         for usage in (
             resource.getrusage(resource.RUSAGE_SELF),
             resource.getrusage(resource.RUSAGE_CHILDREN),
         )
-    ) + sum(map(_process_cpu_s, pids))
+    ) + sum(map(_process_cpu_s, _with_descendants(pids)))
     try:
         fields = PROC_STAT.read_text(encoding="ascii").splitlines()[0].split()[1:]
         ticks = sum(int(fields[i]) for i in BUSY_FIELDS)

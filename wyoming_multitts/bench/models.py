@@ -30,14 +30,23 @@ class BenchError(RuntimeError):
     """The benchmark cannot go on; the message says why and what to look at."""
 
 
-def ensure_models(size: str, directory: Path, threads: int) -> Path:
-    """Random `size` ("tiny"/"full-size") models in `directory`, built unless all there already."""
+def ensure_models(
+    size: str, directory: Path, threads: int, engines: tuple[str, ...] = BENCHMARKED_ENGINES
+) -> Path:
+    """Random `size` ("tiny"/"full-size") models of the `engines` in `directory`, built unless all
+    there already (the catalog keeps other engines' models an earlier build wrote there)."""
     catalog = directory / GENERATED_CATALOG
-    if catalog.is_file() and _complete(load_catalog(catalog)):
+    if catalog.is_file() and _complete(load_catalog(catalog), engines):
         _LOGGER.info("Using the models in %s", directory)
         return catalog
-    _LOGGER.info("Writing %s random models into %s (full-size: minutes)", size, directory)
+    _LOGGER.info(
+        "Writing %s random models of %s into %s (full-size: minutes)",
+        size,
+        ", ".join(engines),
+        directory,
+    )
     command = [sys.executable, "-m", "wyoming_multitts.modelgen", size, str(directory)]
+    command += [f"--engine={engine}" for engine in engines]
     # its summary line goes to stderr with our progress: stdout carries only the report
     result = subprocess.run([*command, "--threads", str(threads)], stdout=sys.stderr, check=False)
     if result.returncode != 0:
@@ -45,13 +54,13 @@ def ensure_models(size: str, directory: Path, threads: int) -> Path:
     return catalog
 
 
-def _complete(catalog: Catalog) -> bool:
-    """Every benchmarked engine has a model there and every file is present (a catalog written
-    before an engine was added is written again; `modelgen` keeps the models already there)."""
-    engines = {model.engine for model in catalog.models.values()}
-    return engines >= set(BENCHMARKED_ENGINES) and all(
+def _complete(catalog: Catalog, engines: tuple[str, ...]) -> bool:
+    """Each of the `engines` has a model there and all their files are present (else the catalog
+    is written again; `modelgen` keeps the models already there)."""
+    chosen = [model for model in catalog.models.values() if model.engine in engines]
+    return {model.engine for model in chosen} >= set(engines) and all(
         ref.path is not None and ref.path.exists()
-        for model in catalog.models.values()
+        for model in chosen
         for ref in model.files.values()
     )
 

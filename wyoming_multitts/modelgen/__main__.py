@@ -2,6 +2,7 @@
 
     python -m wyoming_multitts.modelgen tiny DIR                    # seconds; for tests
     python -m wyoming_multitts.modelgen full-size DIR [--threads N] # real shapes; minutes, GBs
+    python -m wyoming_multitts.modelgen full-size DIR --engine outetts  # one engine's models
 
 Then serve them with `python -m wyoming_multitts --voices DIR/voices.yaml ...`.
 """
@@ -14,7 +15,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,8 @@ ENGINES = (
     EngineModels("bark", bark.write_tiny, bark.write_full_size),
 )
 """Every engine with random models; a new engine adds its line here."""
+ENGINE_NAMES = tuple(engine.engine for engine in ENGINES)
+"""Their names: the choices of `--engine`."""
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -66,6 +69,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         type=int,
         default=os.cpu_count() or 1,
         help="threads for quantizing full-size models (default: all cores)",
+    )
+    parser.add_argument(
+        "--engine",
+        action="append",
+        choices=ENGINE_NAMES,
+        help="write only this engine's models, keeping the other engines' catalog entries "
+        "(repeatable; default: all)",
     )
     parser.add_argument(
         "--debug", action="store_true", help="log every tensor and llama.cpp's output"
@@ -92,21 +102,41 @@ def main(argv: Sequence[str] | None = None) -> None:
         init_runtime()
 
     start = time.monotonic()
-    command = f"python -m wyoming_multitts.modelgen {args.size} {args.directory}"
-    catalog_path = write_models(args.directory, args.size, args.threads, command)
+    engines = tuple(args.engine or ENGINE_NAMES)
+    command = f"python -m wyoming_multitts.modelgen {args.size} {args.directory}" + "".join(
+        f" --engine {engine}" for engine in args.engine or ()
+    )
+    catalog_path = write_models(args.directory, args.size, args.threads, command, engines)
     catalog = load_catalog(catalog_path)
     print(
-        f"Wrote {len(catalog.models)} model(s) and {len(catalog.voices)} voice(s) "
-        f"({', '.join(catalog.voices)}) in {time.monotonic() - start:.1f} s; "
-        f"catalog: {catalog_path}"
+        f"Wrote the models of {', '.join(engines)} in {time.monotonic() - start:.1f} s; "
+        f"catalog {catalog_path}: {len(catalog.models)} model(s) and {len(catalog.voices)} "
+        f"voice(s) ({', '.join(catalog.voices)})"
     )
 
 
-def write_models(directory: Path, size: str, threads: int, command: str) -> Path:
-    """Write every engine's `size` ("tiny"/"full-size") models and the catalog; return its path."""
+def write_models(
+    directory: Path,
+    size: str,
+    threads: int,
+    command: str,
+    engines: Collection[str] = ENGINE_NAMES,
+) -> Path:
+    """Write the `engines`' `size` ("tiny"/"full-size") models and the catalog; return its path.
+
+    The catalog keeps the entries an earlier build in `directory` wrote for the other engines, so
+    building one engine's models and later all of them (or the reverse) loses nothing.
+    """
+    catalog_path = directory / CATALOG_NAME
+    old_models, old_voices = _read_catalog(catalog_path)
     models: dict[str, dict[str, Any]] = {}
     voices: dict[str, dict[str, Any]] = {}
     for engine in ENGINES:
+        if engine.engine not in engines:
+            kept = {n: m for n, m in old_models.items() if m.get("engine") == engine.engine}
+            models.update(kept)
+            voices.update({n: v for n, v in old_voices.items() if v.get("model") in kept})
+            continue
         engine_start = time.monotonic()
         _LOGGER.info("%s: writing %s models into %s", engine.engine, size, directory)
         if size == "tiny":
@@ -116,7 +146,15 @@ def write_models(directory: Path, size: str, threads: int, command: str) -> Path
         models.update(new_models)
         voices.update(new_voices)
         _LOGGER.info("%s: done in %.1f s", engine.engine, time.monotonic() - engine_start)
-    return write_catalog(directory / CATALOG_NAME, models, voices, command)
+    return write_catalog(catalog_path, models, voices, command)
+
+
+def _read_catalog(path: Path) -> CatalogEntries:
+    """The `models:` and `voices:` entries of the catalog at `path` (none if there is none)."""
+    if not path.is_file():
+        return {}, {}
+    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return doc.get("models") or {}, doc.get("voices") or {}
 
 
 def write_catalog(
