@@ -128,7 +128,7 @@ class ModelProcess:
         """Fetch files and estimate (no time limit: downloads), let the registry make room for
         the estimate plus the worker's own memory, then load within `timeout` seconds or kill
         the worker."""
-        self._send(load)
+        self.send(load)
         estimated = await self._reply(channel.Estimated, load.where)
         baseline = self.resident_bytes()  # Python, numpy and the engine's libraries, no model
         _LOGGER.info(
@@ -139,7 +139,7 @@ class ModelProcess:
             estimated.bytes / 1e6,
         )
         await make_room(baseline + estimated.bytes)
-        self._send(channel.Proceed())
+        self.send(channel.Proceed())
         try:
             loaded = await asyncio.wait_for(self._reply(channel.Loaded, load.where), timeout)
         except asyncio.TimeoutError:
@@ -161,7 +161,7 @@ class ModelProcess:
         inside the worker (or kills a worker that does not stop), even when this task is
         cancelled meanwhile, so the next request never overlaps it."""
         request_id = next(_request_ids)
-        self._send(channel.Speak(request_id, pieces, voice, max_ahead_samples))
+        self.send(channel.Speak(request_id, pieces, voice, max_ahead_samples))
         stream = SpeechStream(self, request_id, voice.name)
         try:
             yield stream
@@ -170,7 +170,7 @@ class ModelProcess:
                 await _finish_even_if_cancelled(self._cancel(stream))
 
     async def _cancel(self, stream: "SpeechStream") -> None:
-        self._send(channel.Cancel(stream.request_id))
+        self.send(channel.Cancel(stream.request_id))
         try:
             await asyncio.wait_for(stream.drain(), CANCEL_SECONDS)
         except asyncio.TimeoutError:
@@ -184,7 +184,7 @@ class ModelProcess:
 
     # ---- the pipe
 
-    def _send(self, message: object) -> None:
+    def send(self, message: object) -> None:
         """Queue a message to the worker (never waits: the worker reads its stdin at once)."""
         stdin = self._process.stdin
         if stdin is not None and self.alive and not stdin.is_closing():
@@ -279,7 +279,7 @@ class SpeechStream:
 
     def taken(self, samples: int) -> None:
         """The client has taken `samples` more samples: the worker may run that much further."""
-        self._worker._send(channel.Taken(self.request_id, samples))
+        self._worker.send(channel.Taken(self.request_id, samples))
 
     async def drain(self) -> None:
         """Discard audio until the request has stopped inside the worker."""

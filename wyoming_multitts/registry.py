@@ -224,14 +224,7 @@ class ModelRegistry:
                 f"memory budget is {self._budget / 1e9:.1f} GB; raise --max-loaded-bytes"
             )
         async with self._room:
-            idle = sorted(
-                (s for s in self._slots.values() if s.idle and s is not loading),
-                key=lambda s: s.last_used,
-            )
-            for slot in idle:
-                if self._counted() + needed <= self._budget:
-                    break
-                await self._unload(slot, "to make room for " + loading.spec.name)
+            await self._evict_idle(loading, needed, "to make room for " + loading.spec.name)
             if self._counted() + needed > self._budget:
                 raise ModelTooLargeError(
                     f"{where}: the model needs ~{needed / 1e6:.0f} MB; models in use take "
@@ -244,14 +237,20 @@ class ModelRegistry:
         """After a load, measured memory may exceed the estimate: unload least recently used
         idle models until the budget holds again."""
         async with self._room:
-            idle = sorted(
-                (s for s in self._slots.values() if s.idle and s is not keep),
-                key=lambda s: s.last_used,
+            await self._evict_idle(
+                keep, 0, "over the memory budget after loading " + keep.spec.name
             )
-            for slot in idle:
-                if self._counted() <= self._budget:
-                    break
-                await self._unload(slot, "over the memory budget after loading " + keep.spec.name)
+
+    async def _evict_idle(self, keep: _Slot, needed: int, why: str) -> None:
+        """Unload idle models other than `keep`, least recently used first, until `needed` more
+        bytes fit the budget (or none is left to unload)."""
+        idle = sorted(
+            (s for s in self._slots.values() if s.idle and s is not keep), key=lambda s: s.last_used
+        )
+        for slot in idle:
+            if self._counted() + needed <= self._budget:
+                break
+            await self._unload(slot, why)
 
     def _counted(self) -> int:
         return sum(slot.counted_bytes() for slot in self._slots.values())

@@ -46,7 +46,7 @@ class _Current:
         self._sent = 0
         self._taken = 0
 
-    def begin(self, request_id: int) -> threading.Event:
+    def begin(self, request_id: int) -> None:
         """Mark `request_id` as running; the server must never send a second one meanwhile."""
         with self._lock:
             if self.request_id is not None:
@@ -59,7 +59,6 @@ class _Current:
                 os.abort()
             self.request_id, self._sent, self._taken = request_id, 0, 0
             self.cancel = threading.Event()
-            return self.cancel
 
     def end(self) -> None:
         """The running request has stopped inside the engine."""

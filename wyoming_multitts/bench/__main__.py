@@ -230,7 +230,7 @@ def run_benchmark(settings: BenchSettings, work: Path) -> Report:
 
     load_start = load_average()
     clock = cpu_clock()
-    server = BenchServer(catalog.path, settings.threads, work / "server.log")
+    server = BenchServer(catalog.path, ["--threads", str(settings.threads)], work / "server.log")
     try:
         results = asyncio.run(measure(server, catalog.path, voices, settings))
     except BenchError as err:

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Sequence
 
 from .models import BenchError
 
@@ -81,10 +82,12 @@ def free_port() -> int:
 class BenchServer:
     """A running server whose log goes to a file, read incrementally."""
 
-    def __init__(self, catalog: Path, threads: int, log_path: Path) -> None:
+    def __init__(self, catalog: Path, server_args: Sequence[str], log_path: Path) -> None:
         self.port = free_port()
         self.log_path = log_path
         self._log_offset = 0
+        self.killed = False
+        """Whether `stop` had to SIGKILL it."""
         with log_path.open("wb") as log:
             self._process = subprocess.Popen(
                 [
@@ -95,8 +98,7 @@ class BenchServer:
                     str(catalog),
                     "--uri",
                     f"tcp://{HOST}:{self.port}",
-                    "--threads",
-                    str(threads),
+                    *server_args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -112,11 +114,17 @@ class BenchServer:
         """Process id of the server."""
         return int(self._process.pid)
 
+    def exit_code(self) -> int | None:
+        """The server's exit status; None while it runs."""
+        return self._process.poll()
+
     def _wait_listening(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise BenchError(f"the server exited with {self._process.returncode}")
+                raise BenchError(
+                    f"the server exited with {self._process.returncode}:\n{self.log_tail()}"
+                )
             try:
                 socket.create_connection((HOST, self.port), timeout=POLL_INTERVAL).close()
                 return
@@ -124,9 +132,13 @@ class BenchServer:
                 time.sleep(POLL_INTERVAL)
         raise BenchError(f"the server did not listen within {START_TIMEOUT} s")
 
+    def log_text(self) -> str:
+        """Everything the server and its workers logged."""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
     def log_tail(self) -> str:
         """The end of the server log, for error messages."""
-        return self.log_path.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL_CHARS:]
+        return self.log_text()[-LOG_TAIL_CHARS:]
 
     def new_log_lines(self) -> list[str]:
         """Complete log lines written since the last call."""
@@ -158,18 +170,19 @@ class BenchServer:
 
     def load_seconds(self, model: str) -> float | None:
         """Load time of `model` from the log (None if it did not log one)."""
-        text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        for match in LOAD_LINE.finditer(text):
+        for match in LOAD_LINE.finditer(self.log_text()):
             if match["model"] == model:
                 return float(match["seconds"])
         return None
 
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it does not exit in time."""
+    def stop(self) -> int:
+        """SIGTERM, then SIGKILL if it does not exit in time; its exit status."""
         if self._process.poll() is None:
             self._process.terminate()
             try:
                 self._process.wait(timeout=STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
+                self.killed = True
                 self._process.kill()
                 self._process.wait()
+        return int(self._process.returncode)

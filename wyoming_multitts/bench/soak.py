@@ -32,7 +32,6 @@ import shutil
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -59,7 +58,7 @@ from wyoming.tts import (
 
 from ..catalog import CatalogError, load_catalog
 from .models import BenchError, ensure_models
-from .server import HOST, POLL_INTERVAL, START_TIMEOUT, STOP_TIMEOUT, free_port
+from .server import HOST, POLL_INTERVAL, STOP_TIMEOUT, BenchServer
 
 _LOGGER = logging.getLogger("wyoming_multitts.bench.soak")
 
@@ -194,7 +193,6 @@ DROP_LINE = "Dropping a client"
 """What the handler logs when it drops a client (`--client-timeout`)."""
 WORKER_DEATH = re.compile(r"had died|did not stop within .* of a cancel")
 """What the registry logs when it finds a model worker dead, or kills one that ignored a cancel."""
-LOG_TAIL_CHARS = 3000
 LOG_EXCERPT_LINES = 12
 """Lines quoted from the server log after each of the first tracebacks."""
 MAX_LISTED = 20
@@ -449,65 +447,8 @@ class Tally:
 # ---- the server
 
 
-class SoakServer:
-    """`python -m wyoming_multitts` on a free loopback port, its output in a log file."""
-
-    def __init__(self, catalog: Path, server_args: Sequence[str], log_path: Path) -> None:
-        self.port = free_port()
-        self.log_path = log_path
-        self.killed = False
-        """Whether `stop` had to SIGKILL it."""
-        with log_path.open("wb") as log:
-            self._process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "wyoming_multitts",
-                    "--voices",
-                    str(catalog),
-                    "--uri",
-                    f"tcp://{HOST}:{self.port}",
-                    *server_args,
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        try:
-            self._wait_listening()
-        except BaseException:
-            self.stop()
-            raise
-
-    @property
-    def pid(self) -> int:
-        """Process id of the server."""
-        return int(self._process.pid)
-
-    def exit_code(self) -> int | None:
-        """The server's exit status; None while it runs."""
-        return self._process.poll()
-
-    def _wait_listening(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise BenchError(
-                    f"the server exited with {self._process.returncode}:\n{self.log_tail()}"
-                )
-            try:
-                socket.create_connection((HOST, self.port), timeout=POLL_INTERVAL).close()
-                return
-            except OSError:
-                time.sleep(POLL_INTERVAL)
-        raise BenchError(f"the server did not listen within {START_TIMEOUT} s")
-
-    def log_text(self) -> str:
-        """Everything the server and its workers logged."""
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
-    def log_tail(self) -> str:
-        """The end of the log, for error messages."""
-        return self.log_text()[-LOG_TAIL_CHARS:]
+class SoakServer(BenchServer):
+    """The benchmark's server process, plus a look at its open connections."""
 
     def connections(self) -> list[Any]:
         """The server's open TCP connections (psutil's `pconn`s; none once it has gone)."""
@@ -520,18 +461,6 @@ class SoakServer:
     def holds_connection(self, client_port: int) -> bool:
         """Whether the server still has the connection from our `client_port` open."""
         return any(conn.raddr.port == client_port for conn in self.connections())
-
-    def stop(self) -> int:
-        """SIGTERM, then SIGKILL if it does not exit in time; its exit status."""
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.killed = True
-                self._process.kill()
-                self._process.wait()
-        return int(self._process.returncode)
 
 
 def process_tree_rss(pid: int) -> tuple[int, int]:
