@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 import torch
 
+from tools.modelgen import bark as bark_models
 from wyoming_multitts.catalog import DEFAULT_CATALOG, ModelSpec, load_catalog
 from wyoming_multitts.devices import CPU, Device
-from wyoming_multitts.engines import bark
+from wyoming_multitts.engines.bark import engine as bark
+from wyoming_multitts.engines.bark import presets as bark_presets
 from wyoming_multitts.engines.base import EngineError, VoiceSettings
-from wyoming_multitts.modelgen import bark as bark_models
 from wyoming_multitts.options import OptionError
 from wyoming_multitts.text import normalize, text_pieces
 
@@ -83,7 +84,9 @@ def preset_npz(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     """The tiny en_speaker_6 preset as a Suno `.npz` (the format of a user's own preset)."""
     folder = tiny_dir / "speaker_embeddings" / "v2"
     path = tmp_path_factory.mktemp("preset") / "voice.npz"
-    np.savez(path, **{k: np.load(folder / f"en_speaker_6_{k}.npy") for k in bark.PROMPT_KINDS})
+    np.savez(
+        path, **{k: np.load(folder / f"en_speaker_6_{k}.npy") for k in bark_presets.PROMPT_KINDS}
+    )
     return path
 
 
@@ -130,17 +133,21 @@ def test_tokenizer_equals_bert_tokenizer(engine: bark.Bark, oracle: dict[str, np
 
 @pytest.mark.slow
 def test_prompts_equal_suno(engine: bark.Bark, preset_npz: Path, oracle: dict) -> None:
-    preset = bark.load_npz_preset(preset_npz, "voice tiny-bark")
+    preset = bark_presets.load_npz_preset(preset_npz, "voice tiny-bark")
     options = bark.BarkOptions()
     assert np.array_equal(
-        bark.semantic_input(engine.text_ids(TEXT), preset), oracle["semantic_input"]
+        bark_presets.semantic_input(engine.text_ids(TEXT), preset), oracle["semantic_input"]
     )
-    semantic_history, coarse_history = bark.coarse_history(preset, options.max_coarse_history)
+    semantic_history, coarse_history = bark_presets.coarse_history(
+        preset, options.max_coarse_history
+    )
     semantic = np.concatenate((semantic_history, oracle["semantic"]))
-    window = bark.coarse_window_input(semantic, coarse_history, semantic_history.size, options)
+    window = bark_presets.coarse_window_input(
+        semantic, coarse_history, semantic_history.size, options.max_coarse_history
+    )
     assert np.array_equal(window, oracle["coarse_input"])
-    canvas, _, _ = bark.fine_input(oracle["coarse"], preset)
-    assert np.array_equal(canvas[: bark.FINE_WINDOW], oracle["fine_input"])
+    canvas, _, _ = bark_presets.fine_input(oracle["coarse"], preset)
+    assert np.array_equal(canvas[: bark_presets.FINE_WINDOW], oracle["fine_input"])
 
 
 @pytest.mark.slow
@@ -177,7 +184,7 @@ def test_greedy_tokens_and_audio_equal_suno(greedy: tuple, oracle: dict[str, np.
 def test_one_sentence_is_one_piece_of_whole_frames(engine: bark.Bark) -> None:
     pieces = list(engine.synthesize("Hello there.", voice(), threading.Event()))
     assert len(pieces) == 1 and pieces[0].dtype == np.float32
-    frames = bark.coarse_steps(bark_models.TINY_SEMANTIC_TOKENS) // 2  # 24
+    frames = bark_presets.coarse_steps(bark_models.TINY_SEMANTIC_TOKENS) // 2  # 24
     assert pieces[0].shape == (frames * 320,)
     assert engine.last_tokens is not None and engine.last_tokens.fine.shape == (8, frames)
 
@@ -197,7 +204,7 @@ def test_same_seed_same_audio_other_seed_other_audio(engine: bark.Bark) -> None:
 def test_stats_and_split_lines_are_logged(
     engine: bark.Bark, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level("INFO", logger="wyoming_multitts.engines.bark"):
+    with caplog.at_level("INFO", logger="wyoming_multitts.engines.bark.engine"):
         speak(engine, "Hello there.", voice())
     messages = [record.getMessage() for record in caplog.records]
     assert any(
@@ -408,7 +415,7 @@ def test_estimate_covers_weights_and_caches(tiny_dir: Path) -> None:
 def test_files_are_the_release_layout(tiny_dir: Path) -> None:
     assert bark.FILES["model"] == ("config.json", "pytorch_model.bin", "vocab.txt")
     presets = bark.FILES["presets"]
-    assert presets is not None and presets[0] == bark.PRESET_INDEX
+    assert presets is not None and presets[0] == bark_presets.PRESET_INDEX
     assert len(presets) == 1 + 13 * 10 * 3
     assert "speaker_embeddings/v2/zh_speaker_9_fine_prompt.npy" in presets
     assert all((tiny_dir / name).is_file() for name in (*bark.MODEL_FILES, *presets))
@@ -431,6 +438,6 @@ def test_shipped_catalog_offers_every_preset() -> None:
     for name, model in models.items():
         assert model.files["presets"].repo == model.files["model"].repo
         speakers = [s for v in catalog.voices.values() if v.model == name for s in v.speakers]
-        assert sorted(speakers) == sorted(bark.PRESET_SPEAKERS)
+        assert sorted(speakers) == sorted(bark_presets.PRESET_SPEAKERS)
         for voice_spec in (v for v in catalog.voices.values() if v.model == name):
             assert all(s.startswith(voice_spec.languages[0] + "_") for s in voice_spec.speakers)

@@ -116,7 +116,7 @@ def test_shipped_catalog_engines_are_known(shipped: Catalog) -> None:
 
 
 def test_shipped_catalog_outetts_models_and_speakers(shipped: Catalog) -> None:
-    from wyoming_multitts.engines.outetts_prompt import builtin_speakers
+    from wyoming_multitts.engines.outetts.speakers import builtin_speakers
 
     outetts_models = {
         name: model for name, model in shipped.models.items() if model.engine == "outetts"
@@ -164,7 +164,7 @@ def test_shipped_catalog_multilingual_models(shipped: Catalog) -> None:
 
 
 def test_shipped_catalog_qwen3tts_models_and_speakers(shipped: Catalog) -> None:
-    from wyoming_multitts.engines.qwen3tts import LANGUAGE_NAMES
+    from wyoming_multitts.engines.qwen3tts.engine import LANGUAGE_NAMES
 
     qwen3 = {name: model for name, model in shipped.models.items() if model.engine == "qwen3tts"}
     assert {name: model.files["model"] for name, model in qwen3.items()} == {

@@ -12,11 +12,11 @@ import gguf
 import numpy as np
 import pytest
 
+from tools.modelgen.gguf_lm import LmShape, byte_level_vocab, write_lm_gguf
+from tools.modelgen.orpheus import BOS_ID, EOS_ID
+from tools.modelgen.wavtokenizer import TINY_WAVTOKENIZER, write_tiny_wavtokenizer
 from wyoming_multitts.devices import CPU
 from wyoming_multitts.llm import LlamaError, LlamaModel
-from wyoming_multitts.modelgen.gguf_lm import LmShape, byte_level_vocab, write_lm_gguf
-from wyoming_multitts.modelgen.orpheus import BOS_ID, EOS_ID
-from wyoming_multitts.modelgen.wavtokenizer import TINY_WAVTOKENIZER, write_tiny_wavtokenizer
 
 THREADS = 2
 N_CTX = 64

@@ -18,8 +18,8 @@ from wyoming_multitts.catalog import load_catalog
 from wyoming_multitts.codecs.snac24 import SnacDecoder
 from wyoming_multitts.codecs.windowed import WindowedDecoder
 from wyoming_multitts.devices import CPU
-from wyoming_multitts.engines import orpheus
 from wyoming_multitts.engines.base import VoiceSettings
+from wyoming_multitts.engines.orpheus import engine as orpheus
 
 FRAMES = 12  # long enough for several windows and a real middle part
 EXACT_TOLERANCE = 1e-5  # issue requirement: context 3/3 stream == one full decode

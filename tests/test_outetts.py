@@ -13,8 +13,8 @@ from wyoming_multitts.catalog import ModelSpec, load_catalog
 from wyoming_multitts.codecs.wavtokenizer import WavTokenizerVocoder
 from wyoming_multitts.codecs.windowed import WindowedDecoder
 from wyoming_multitts.devices import CPU
-from wyoming_multitts.engines import outetts
 from wyoming_multitts.engines.base import VoiceSettings
+from wyoming_multitts.engines.outetts import engine as outetts
 from wyoming_multitts.errors import VoiceError
 
 CODE_SAMPLES = 320  # one WavTokenizer code is 320 samples at 24 kHz

@@ -1,4 +1,4 @@
-"""Tests for the OuteTTS language side (`engines.outetts_prompt`) on tiny GGUF vocabularies.
+"""Tests for the OuteTTS language side (`engines.outetts.prompt`) on tiny GGUF vocabularies.
 
 Token ids come from the real llama.cpp tokenizer over the tiny models' vocabularies (written by
 `modelgen.outetts`), and prompts are compared, detokenized, character for character with the
@@ -15,10 +15,12 @@ from pathlib import Path
 import llama_cpp
 import pytest
 
+from tools.modelgen import outetts as modelgen_outetts
 from wyoming_multitts.catalog import parse_catalog
 from wyoming_multitts.devices import CPU
-from wyoming_multitts.engines import outetts_prompt as op
-from wyoming_multitts.engines.outetts_prompt import (
+from wyoming_multitts.engines.outetts import prompt as op
+from wyoming_multitts.engines.outetts import speakers
+from wyoming_multitts.engines.outetts.prompt import (
     CODE,
     END,
     WORD_END,
@@ -26,11 +28,10 @@ from wyoming_multitts.engines.outetts_prompt import (
     OuteTokens,
     ReplyEvent,
     ReplyParser,
-    SpeakerError,
     VocabularyError,
 )
+from wyoming_multitts.engines.outetts.speakers import SpeakerError
 from wyoming_multitts.llm import LlamaError, LlamaModel
-from wyoming_multitts.modelgen import outetts as modelgen_outetts
 from wyoming_multitts.text import SpokenWord, spoken_words
 
 N_CTX = 512
@@ -122,10 +123,10 @@ def vocabs(tiny_dir: Path) -> Iterator[dict[str, Vocab]]:
 
 
 @pytest.fixture
-def small_speaker(tmp_path: Path) -> op.SpeakerProfile:
+def small_speaker(tmp_path: Path) -> speakers.SpeakerProfile:
     path = tmp_path / "small.json"
     path.write_text(json.dumps(SMALL_SPEAKER))
-    return op.load_speaker(path)
+    return speakers.load_speaker(path)
 
 
 def _words(version: str, text: str = REQUEST) -> list[SpokenWord]:
@@ -192,7 +193,7 @@ def test_read_tokens_checks_contiguous_codes(vocabs: dict[str, Vocab]) -> None:
 
 @pytest.mark.parametrize(("version", "layout"), sorted(EXPECTED))
 def test_prompt_matches_reference_format(
-    vocabs: dict[str, Vocab], small_speaker: op.SpeakerProfile, version: str, layout: str
+    vocabs: dict[str, Vocab], small_speaker: speakers.SpeakerProfile, version: str, layout: str
 ) -> None:
     vocab = vocabs[version]
     prompt = op.build_prompt(vocab.tokens, layout, small_speaker, _words(version), vocab.tokenize)
@@ -218,7 +219,7 @@ def test_prompt_without_speaker(vocabs: dict[str, Vocab], version: str) -> None:
 @pytest.mark.parametrize("version", op.VERSIONS)
 def test_prefix_is_the_same_for_every_request(vocabs: dict[str, Vocab], version: str) -> None:
     vocab = vocabs[version]
-    speaker = op.load_speaker(op.speaker_path("en_male_1", version))
+    speaker = speakers.load_speaker(speakers.speaker_path("en_male_1", version))
     first, second = _words(version, "One."), _words(version, "Two more words, please!")
     for layout in op.LAYOUTS:
         a = op.build_prompt(vocab.tokens, layout, speaker, first, vocab.tokenize)
@@ -353,32 +354,35 @@ def test_reply_parser_end_closes_the_word(vocabs: dict[str, Vocab], end: str) ->
 
 @pytest.mark.parametrize(("version", "count"), [("0.2", 16), ("0.3", 18)])
 def test_every_builtin_speaker_loads(version: str, count: int) -> None:
-    names = op.builtin_speakers(version)
+    names = speakers.builtin_speakers(version)
     assert len(names) == count and "en_male_1" in names
     for name in names:
-        speaker = op.load_speaker(op.speaker_path(name, version))
+        speaker = speakers.load_speaker(speakers.speaker_path(name, version))
         assert speaker.name == name and speaker.words and speaker.n_codes > 100
-        assert len(op.speaker_words(speaker, version)) == len(speaker.words)
+        assert len(speakers.speaker_words(speaker, version)) == len(speaker.words)
 
 
 def test_0_3_speaker_punctuation_comes_from_the_text() -> None:
-    speaker = op.load_speaker(op.speaker_path("en_male_1", "0.3"))
-    words = op.speaker_words(speaker, "0.3")
+    speaker = speakers.load_speaker(speakers.speaker_path("en_male_1", "0.3"))
+    words = speakers.speaker_words(speaker, "0.3")
     assert [word.word for word in words] == [word.word for word in speaker.words]
     assert str(words[12]) == "drops," and str(words[-1]) == "increases."
     # romanised profiles whose text does not give the same words: no marks
-    japanese = op.load_speaker(op.speaker_path("jp_female_1", "0.3"))
-    assert all(not word.marks for word in op.speaker_words(japanese, "0.3"))
+    japanese = speakers.load_speaker(speakers.speaker_path("jp_female_1", "0.3"))
+    assert all(not word.marks for word in speakers.speaker_words(japanese, "0.3"))
 
 
 def test_speaker_path(tmp_path: Path) -> None:
-    assert op.speaker_path("en_male_1", "0.2") == op.SPEAKERS_DIR / "v0.2" / "en_male_1.json"
+    assert (
+        speakers.speaker_path("en_male_1", "0.2")
+        == speakers.SPEAKERS_DIR / "v0.2" / "en_male_1.json"
+    )
     own = tmp_path / "mine.json"
     own.write_text(json.dumps(SMALL_SPEAKER))
-    assert op.speaker_path("mine.json", "0.3", base_dir=tmp_path) == own
-    assert op.speaker_path(str(own), "0.3") == own
+    assert speakers.speaker_path("mine.json", "0.3", base_dir=tmp_path) == own
+    assert speakers.speaker_path(str(own), "0.3") == own
     with pytest.raises(SpeakerError, match=r"'de_male_1'.*en_male_1.*no file"):
-        op.speaker_path("de_male_1", "0.2")  # a 0.3 speaker only
+        speakers.speaker_path("de_male_1", "0.2")  # a 0.3 speaker only
 
 
 def _profile(tmp_path: Path, change: Callable[[dict], object]) -> Path:
@@ -414,17 +418,17 @@ def test_load_speaker_errors(
 ) -> None:
     path = _profile(tmp_path, change)
     with pytest.raises(SpeakerError, match=message) as err:
-        op.load_speaker(path)
+        speakers.load_speaker(path)
     assert str(path) in str(err.value)
 
 
 def test_load_speaker_unreadable(tmp_path: Path) -> None:
     with pytest.raises(SpeakerError, match="cannot read"):
-        op.load_speaker(tmp_path / "missing.json")
+        speakers.load_speaker(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(SpeakerError, match=f"{bad}: .*not valid JSON"):
-        op.load_speaker(bad)
+        speakers.load_speaker(bad)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -452,10 +456,13 @@ def test_tiny_catalog_entries(tiny_dir: Path) -> None:
         assert model.options["max_tokens"] == 120
     versions = {name: name.split("-")[1] for name in models}  # outetts-0.2-tiny → 0.2
     paths = {
-        name: op.speaker_path(str(voice.speaker), versions[voice.model], base_dir=tiny_dir)
+        name: speakers.speaker_path(str(voice.speaker), versions[voice.model], base_dir=tiny_dir)
         for name, voice in catalog.voices.items()
     }
-    assert all(op.load_speaker(path).words for path in paths.values())
+    assert all(speakers.load_speaker(path).words for path in paths.values())
     # one voice names its speaker by a file next to the catalog, the others by built-in name
     assert paths[modelgen_outetts.TINY_CUSTOM_VOICE].parent == tiny_dir
-    assert sum(path.parent.parent == op.SPEAKERS_DIR for path in paths.values()) == len(paths) - 1
+    assert (
+        sum(path.parent.parent == speakers.SPEAKERS_DIR for path in paths.values())
+        == len(paths) - 1
+    )

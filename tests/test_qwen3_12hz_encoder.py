@@ -12,6 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from tools.modelgen import qwen3tts
 from wyoming_multitts.codecs import qwen3_12hz_encoder
 from wyoming_multitts.codecs.qwen3_12hz_encoder import (
     MimiEncoderConfig,
@@ -19,7 +20,6 @@ from wyoming_multitts.codecs.qwen3_12hz_encoder import (
     load_speech_encoder,
 )
 from wyoming_multitts.engines.base import EngineError
-from wyoming_multitts.modelgen import qwen3tts
 
 from .test_qwen3tts_convert import oracle_python
 

@@ -15,13 +15,13 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
+from tools.modelgen import qwen3tts as tiny_models
+from tools.modelgen.qwen3tts import TINY_SHAPE
 from wyoming_multitts.catalog import FileRef, ModelSpec
 from wyoming_multitts.devices import CPU
-from wyoming_multitts.engines import qwen3tts
 from wyoming_multitts.engines.base import EngineError, VoiceSettings
+from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
 from wyoming_multitts.errors import VoiceError
-from wyoming_multitts.modelgen import qwen3tts as tiny_models
-from wyoming_multitts.modelgen.qwen3tts import TINY_SHAPE
 from wyoming_multitts.options import OptionError
 
 from .test_qwen3tts_convert import run_oracle

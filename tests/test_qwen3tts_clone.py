@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 import torch
 
+from tools.modelgen import qwen3tts as tiny_models
 from wyoming_multitts.audio import read_wav, resample, write_wav
-from wyoming_multitts.engines import qwen3tts
 from wyoming_multitts.engines.base import EngineError, ReferenceAudio, VoiceSettings
-from wyoming_multitts.engines.qwen3tts_speaker import MelFrontEnd, slaney_mel_filters
-from wyoming_multitts.modelgen import qwen3tts as tiny_models
+from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
+from wyoming_multitts.engines.qwen3tts.speaker_encoder import MelFrontEnd, slaney_mel_filters
 
 from .test_qwen3tts import GREEDY, load_engine
 from .test_qwen3tts_convert import run_oracle

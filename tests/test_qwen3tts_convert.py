@@ -21,9 +21,10 @@ import gguf
 import numpy as np
 import pytest
 
+from tools.modelgen import qwen3tts
 from wyoming_multitts.catalog import parse_catalog
 from wyoming_multitts.devices import resolve_device
-from wyoming_multitts.engines.qwen3tts_convert import (
+from wyoming_multitts.engines.qwen3tts.convert import (
     LAYER_TENSORS,
     PREDICTOR_PREFIX,
     ConvertedQwen3TTS,
@@ -31,7 +32,6 @@ from wyoming_multitts.engines.qwen3tts_convert import (
     SafetensorsFiles,
     convert,
 )
-from wyoming_multitts.modelgen import qwen3tts
 
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_VENV = ROOT / "local" / "qwen-tts-venv"

@@ -14,6 +14,16 @@ import numpy as np
 import pytest
 import torch
 
+from tools.modelgen.wavtokenizer import (
+    FULL_WAVTOKENIZER,
+    POSNET_ATTENTION,
+    POSNET_NORM,
+    POSNET_RESNETS,
+    SEED,
+    TINY_WAVTOKENIZER,
+    write_tiny_wavtokenizer,
+    write_wavtokenizer,
+)
 from wyoming_multitts.codecs.wavtokenizer import (
     HOP,
     N_BINS,
@@ -24,16 +34,6 @@ from wyoming_multitts.codecs.wavtokenizer import (
 )
 from wyoming_multitts.devices import CPU
 from wyoming_multitts.llm import LlamaError
-from wyoming_multitts.modelgen.wavtokenizer import (
-    FULL_WAVTOKENIZER,
-    POSNET_ATTENTION,
-    POSNET_NORM,
-    POSNET_RESNETS,
-    SEED,
-    TINY_WAVTOKENIZER,
-    write_tiny_wavtokenizer,
-    write_wavtokenizer,
-)
 
 N_CODES = 40
 """Codes per oracle run (more than the 7-tap convolutions' reach, several ISTFT overlaps)."""

@@ -15,7 +15,14 @@ from typing import Any, Mapping
 
 import yaml
 
-DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "data" / "voices.yaml"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+DATA_DIR = next(
+    (folder for folder in (_PACKAGE_DIR / "data", _PACKAGE_DIR.parent / "data") if folder.is_dir()),
+    _PACKAGE_DIR.parent / "data",
+)
+"""What the server reads at run time (catalog, speaker profiles): the repository's top-level
+`data/`, which a wheel carries inside the package (pyproject.toml maps it there)."""
+DEFAULT_CATALOG = DATA_DIR / "voices.yaml"
 """The catalog shipped with the project (`data/voices.yaml`)."""
 
 

@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..codecs.encodec24 import checkpoint_name, encodec_modules
-from ..engines import bark
-from ..engines.bark_gpt import CausalGPT, FineGPT, GPTConfig
+from wyoming_multitts.codecs.encodec24 import checkpoint_name, encodec_modules
+from wyoming_multitts.engines.bark import engine as bark
+from wyoming_multitts.engines.bark import presets
+from wyoming_multitts.engines.bark.gpt import CausalGPT, FineGPT, GPTConfig
+
 from .files import CatalogEntries, atomic_path, write_once
 
 _LOGGER = logging.getLogger(__name__)
@@ -99,13 +101,13 @@ def model_config(shape: BarkShape) -> dict[str, Any]:
         "fine_acoustics_config": {
             **stage_config(shape, FINE_VOCAB, FINE_VOCAB),
             "model_type": "fine_acoustics",
-            "n_codes_total": bark.N_FINE_CODEBOOKS,
+            "n_codes_total": presets.N_FINE_CODEBOOKS,
             "n_codes_given": 1,
         },
         "codec_config": {
             "model_type": "encodec",
             "target_bandwidths": [1.5, 3.0, 6.0, 12.0, 24.0],
-            "sampling_rate": bark.SAMPLE_RATE,
+            "sampling_rate": presets.SAMPLE_RATE,
             "audio_channels": 1,
             "normalize": False,
             "hidden_size": shape.codec_width,
@@ -122,7 +124,7 @@ def model_config(shape: BarkShape) -> dict[str, Any]:
             "compress": 2,
             "num_lstm_layers": 2,
             "trim_right_ratio": 1.0,
-            "codebook_size": bark.CODEBOOK_SIZE,
+            "codebook_size": presets.CODEBOOK_SIZE,
             "codebook_dim": shape.codec_width,
             "use_conv_shortcut": True,
         },
@@ -172,12 +174,12 @@ def _random_codec(config: dict[str, Any], generator: torch.Generator) -> dict:
         ):
             for name, value in module.state_dict().items():
                 state[checkpoint_name(part, name)] = value.detach().clone()
-    shape = (bark.CODEBOOK_SIZE, config["codebook_dim"])
+    shape = (presets.CODEBOOK_SIZE, config["codebook_dim"])
     for index in range(CODEC_QUANTIZERS):
         embed = torch.randn(shape, generator=generator)
         codebook = {
             "inited": torch.ones(1),
-            "cluster_size": torch.ones(bark.CODEBOOK_SIZE),
+            "cluster_size": torch.ones(presets.CODEBOOK_SIZE),
             "embed": embed,
             "embed_avg": embed.clone(),
         }
@@ -210,23 +212,23 @@ def tiny_vocab() -> list[str]:
 def write_presets(directory: Path, seed: int) -> None:
     """The v2 presets (random tokens of the real shapes) and their index, as in the release."""
     rng = np.random.default_rng(seed)
-    folder = directory / "speaker_embeddings" / bark.PRESET_VERSION
+    folder = directory / "speaker_embeddings" / presets.PRESET_VERSION
     folder.mkdir(parents=True, exist_ok=True)
     frames = PRESET_SEMANTIC_TOKENS * 3 // 2
     index: dict[str, Any] = {"repo_or_path": "."}
-    for speaker in bark.PRESET_SPEAKERS:
+    for speaker in presets.PRESET_SPEAKERS:
         arrays: dict[str, np.ndarray] = {
-            "semantic_prompt": rng.integers(0, bark.SEMANTIC_VOCAB_SIZE, PRESET_SEMANTIC_TOKENS),
-            "coarse_prompt": rng.integers(0, bark.CODEBOOK_SIZE, (2, frames)),
-            "fine_prompt": rng.integers(0, bark.CODEBOOK_SIZE, (8, frames)).astype(np.int32),
+            "semantic_prompt": rng.integers(0, presets.SEMANTIC_VOCAB_SIZE, PRESET_SEMANTIC_TOKENS),
+            "coarse_prompt": rng.integers(0, presets.CODEBOOK_SIZE, (2, frames)),
+            "fine_prompt": rng.integers(0, presets.CODEBOOK_SIZE, (8, frames)).astype(np.int32),
         }
         entry = {}
         for kind, values in arrays.items():
-            relative = f"speaker_embeddings/{bark.PRESET_VERSION}{speaker}_{kind}.npy"
+            relative = f"speaker_embeddings/{presets.PRESET_VERSION}{speaker}_{kind}.npy"
             np.save(directory / relative, values)
             entry[kind] = relative
-        index[bark.PRESET_VERSION + speaker] = entry
-    _write_json(directory / bark.PRESET_INDEX, index)
+        index[presets.PRESET_VERSION + speaker] = entry
+    _write_json(directory / presets.PRESET_INDEX, index)
 
 
 def write_bark(directory: Path, shape: BarkShape, seed: int) -> int:

@@ -17,14 +17,14 @@ from typing import Iterator, Mapping
 
 import numpy as np
 
-from ..catalog import ModelSpec
-from ..codecs.snac24 import SNAC_FILES, SnacDecoder
-from ..codecs.windowed import WindowedDecoder
-from ..devices import Device, set_torch_threads, torch_device_for
-from ..llm import LlamaModel, gguf_kv_cache_bytes
-from ..options import apply_options, check_option_names
-from ..sampling import Sampler, SamplingConfig
-from .base import EngineError, VoiceSettings, log_piece_stats
+from ...catalog import ModelSpec
+from ...codecs.snac24 import SNAC_FILES, SnacDecoder
+from ...codecs.windowed import WindowedDecoder
+from ...devices import Device, set_torch_threads, torch_device_for
+from ...llm import LlamaModel, gguf_kv_cache_bytes
+from ...options import apply_options, check_option_names
+from ...sampling import Sampler, SamplingConfig
+from ..base import EngineError, VoiceSettings, log_piece_stats
 
 _LOGGER = logging.getLogger(__name__)
 

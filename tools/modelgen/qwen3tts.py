@@ -40,7 +40,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..audio import write_wav
+from wyoming_multitts.audio import write_wav
+
 from .files import CatalogEntries, atomic_path, write_once
 
 _LOGGER = logging.getLogger(__name__)

@@ -1,8 +1,8 @@
 """Write random-weight models and a `voices.yaml` for them.
 
-    python -m wyoming_multitts.modelgen tiny DIR                    # seconds; for tests
-    python -m wyoming_multitts.modelgen full-size DIR [--threads N] # real shapes; minutes, GBs
-    python -m wyoming_multitts.modelgen full-size DIR --engine outetts  # one engine's models
+    python -m tools.modelgen tiny DIR                    # seconds; for tests
+    python -m tools.modelgen full-size DIR [--threads N] # real shapes; minutes, GBs
+    python -m tools.modelgen full-size DIR --engine outetts  # one engine's models
 
 Then serve them with `python -m wyoming_multitts --voices DIR/voices.yaml ...`.
 """
@@ -22,7 +22,8 @@ from typing import Any
 
 import yaml
 
-from ..catalog import load_catalog
+from wyoming_multitts.catalog import load_catalog
+
 from . import bark, orpheus, outetts, qwen3tts
 from .files import CatalogEntries, atomic_path
 
@@ -57,7 +58,7 @@ ENGINE_NAMES = tuple(engine.engine for engine in ENGINES)
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse the command line, write the models and their catalog, print a summary."""
     parser = argparse.ArgumentParser(
-        prog="python -m wyoming_multitts.modelgen",
+        prog="python -m tools.modelgen",
         description="Write random-weight models in the real formats, plus DIR/voices.yaml.",
     )
     parser.add_argument(
@@ -97,13 +98,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     # gguf-py announces its endianness for every file it writes
     logging.getLogger("gguf").setLevel(logging.DEBUG if args.debug else logging.WARNING)
     if args.size == "full-size":
-        from ..llm import init_runtime  # llama.cpp's log into `logging` (quantizing is chatty)
+        from wyoming_multitts.llm import (
+            init_runtime,  # llama.cpp's log into `logging` (quantizing is chatty)
+        )
 
         init_runtime()
 
     start = time.monotonic()
     engines = tuple(args.engine or ENGINE_NAMES)
-    command = f"python -m wyoming_multitts.modelgen {args.size} {args.directory}" + "".join(
+    command = f"python -m tools.modelgen {args.size} {args.directory}" + "".join(
         f" --engine {engine}" for engine in args.engine or ()
     )
     catalog_path = write_models(args.directory, args.size, args.threads, command, engines)

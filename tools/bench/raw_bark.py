@@ -20,9 +20,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..catalog import ModelSpec
-from ..devices import CPU
-from ..engines import bark
+from wyoming_multitts.catalog import ModelSpec
+from wyoming_multitts.devices import CPU
+from wyoming_multitts.engines.bark import engine as bark
+from wyoming_multitts.engines.bark import presets
+
 from .machine import cpu_clock, others_cores
 
 TEXT_TOKENS = 16
@@ -39,59 +41,68 @@ def open_bark(model: ModelSpec, folder: Path, threads: int) -> bark.Bark:
 
 @torch.inference_mode()
 def _semantic(
-    engine: bark.Bark, preset: bark.Preset | None, n_tokens: int, rng: np.random.Generator
+    engine: bark.Bark, preset: presets.Preset | None, n_tokens: int, rng: np.random.Generator
 ) -> tuple[float, float]:
     """(prefill seconds, seconds of all the steps) for `n_tokens` greedy semantic tokens."""
     text_ids = rng.integers(*BERT_ID_RANGE, size=TEXT_TOKENS)
-    prompt = torch.from_numpy(bark.semantic_input(text_ids, preset))[None]  # (1, 513)
+    prompt = torch.from_numpy(presets.semantic_input(text_ids, preset))[None]  # (1, 513)
     started = time.perf_counter()
     logits, cache = engine.semantic_model(prompt, merge_context=True)
     prefilled = time.perf_counter()
     for _ in range(n_tokens):
-        token = int(torch.argmax(logits[: bark.SEMANTIC_VOCAB_SIZE]))
+        token = int(torch.argmax(logits[: presets.SEMANTIC_VOCAB_SIZE]))
         logits, cache = engine.semantic_model(torch.tensor([[token]]), cache)
     return prefilled - started, time.perf_counter() - prefilled
 
 
 @torch.inference_mode()
 def _coarse(
-    engine: bark.Bark, preset: bark.Preset | None, semantic: np.ndarray, options: bark.BarkOptions
+    engine: bark.Bark,
+    preset: presets.Preset | None,
+    semantic: np.ndarray,
+    options: bark.BarkOptions,
 ) -> tuple[np.ndarray, float]:
     """The coarse codes (2, F) and the seconds of the windows, greedy."""
-    semantic_history, coarse_history = bark.coarse_history(preset, options.max_coarse_history)
+    semantic_history, coarse_history = presets.coarse_history(preset, options.max_coarse_history)
     all_semantic = np.concatenate((semantic_history, semantic))
-    n_steps = bark.coarse_steps(semantic.size)
+    n_steps = presets.coarse_steps(semantic.size)
     generated: list[int] = []
     started = time.perf_counter()
     while len(generated) < n_steps:
-        index = semantic_history.size + int(round(len(generated) / bark.SEMANTIC_TO_COARSE_RATIO))
+        index = semantic_history.size + int(
+            round(len(generated) / presets.SEMANTIC_TO_COARSE_RATIO)
+        )
         context = np.concatenate((coarse_history, generated)).astype(np.int64)
-        window = bark.coarse_window_input(all_semantic, context, index, options)
+        window = presets.coarse_window_input(
+            all_semantic, context, index, options.max_coarse_history
+        )
         step, cache = torch.from_numpy(window)[None], None  # (1, P)
         for _ in range(min(options.sliding_window_len, n_steps - len(generated))):
             logits, cache = engine.coarse_model(step, cache)
-            first = bark.SEMANTIC_VOCAB_SIZE + len(generated) % 2 * bark.CODEBOOK_SIZE
-            code = int(torch.argmax(logits[first : first + bark.CODEBOOK_SIZE]))
+            first = presets.SEMANTIC_VOCAB_SIZE + len(generated) % 2 * presets.CODEBOOK_SIZE
+            code = int(torch.argmax(logits[first : first + presets.CODEBOOK_SIZE]))
             generated.append(first + code)
             step = torch.tensor([[first + code]])
-    flat = np.asarray(generated, np.int64) - bark.SEMANTIC_VOCAB_SIZE  # (2F,)
-    codes = flat.reshape(-1, bark.N_COARSE_CODEBOOKS).T % bark.CODEBOOK_SIZE  # (2, F)
+    flat = np.asarray(generated, np.int64) - presets.SEMANTIC_VOCAB_SIZE  # (2F,)
+    codes = flat.reshape(-1, presets.N_COARSE_CODEBOOKS).T % presets.CODEBOOK_SIZE  # (2, F)
     return codes, time.perf_counter() - started
 
 
 @torch.inference_mode()
-def _fine(engine: bark.Bark, preset: bark.Preset | None, coarse: np.ndarray) -> float:
+def _fine(engine: bark.Bark, preset: presets.Preset | None, coarse: np.ndarray) -> float:
     """Seconds of the fine windows for `coarse` (2, F), greedy."""
-    canvas_np, n_history, _ = bark.fine_input(coarse, preset)
+    canvas_np, n_history, _ = presets.fine_input(coarse, preset)
     canvas = torch.from_numpy(canvas_np)  # (L, 8)
     frames = coarse.shape[1]
-    n_windows = max(0, math.ceil((frames - (bark.FINE_WINDOW - n_history)) / bark.FINE_HOP)) + 1
+    n_windows = (
+        max(0, math.ceil((frames - (presets.FINE_WINDOW - n_history)) / presets.FINE_HOP)) + 1
+    )
     started = time.perf_counter()
     for index in range(n_windows):
-        start = min(index * bark.FINE_HOP, canvas.shape[0] - bark.FINE_WINDOW)
-        window = canvas[start : start + bark.FINE_WINDOW]  # (1024, 8) view
-        for codebook in range(bark.N_COARSE_CODEBOOKS, bark.N_FINE_CODEBOOKS):
-            logits = engine.fine_model(codebook, window[None])[:, : bark.CODEBOOK_SIZE]
+        start = min(index * presets.FINE_HOP, canvas.shape[0] - presets.FINE_WINDOW)
+        window = canvas[start : start + presets.FINE_WINDOW]  # (1024, 8) view
+        for codebook in range(presets.N_COARSE_CODEBOOKS, presets.N_FINE_CODEBOOKS):
+            logits = engine.fine_model(codebook, window[None])[:, : presets.CODEBOOK_SIZE]
             window[:, codebook] = logits.argmax(dim=-1)
     return time.perf_counter() - started
 
@@ -99,7 +110,7 @@ def _fine(engine: bark.Bark, preset: bark.Preset | None, coarse: np.ndarray) -> 
 def measure_run(
     engine: bark.Bark,
     options: bark.BarkOptions,
-    preset: bark.Preset | None,
+    preset: presets.Preset | None,
     semantic_tokens: int,
     rng: np.random.Generator,
 ) -> dict[str, Any]:
@@ -108,12 +119,12 @@ def measure_run(
     fine frame of each stage (the semantic one with its prefill, as the server's split line)."""
     clock = cpu_clock()
     prefill_s, semantic_s = _semantic(engine, preset, semantic_tokens, rng)
-    semantic = rng.integers(0, bark.SEMANTIC_VOCAB_SIZE, size=semantic_tokens)
+    semantic = rng.integers(0, presets.SEMANTIC_VOCAB_SIZE, size=semantic_tokens)
     coarse, coarse_s = _coarse(engine, preset, semantic, options)
     fine_s = _fine(engine, preset, coarse)
     frames = coarse.shape[1]
     return {
-        "prefill_s": {str(bark.SEMANTIC_HISTORY_TOKENS + 1): prefill_s},
+        "prefill_s": {str(presets.SEMANTIC_HISTORY_TOKENS + 1): prefill_s},
         "decode_tok_s": semantic_tokens / (semantic_s + coarse_s + fine_s),
         "split_s_per_frame": {
             "semantic": (prefill_s + semantic_s) / frames,

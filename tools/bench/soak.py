@@ -56,11 +56,12 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from ..catalog import CatalogError, load_catalog
+from wyoming_multitts.catalog import CatalogError, load_catalog
+
 from .models import BenchError, ensure_models
 from .server import HOST, POLL_INTERVAL, STOP_TIMEOUT, BenchServer
 
-_LOGGER = logging.getLogger("wyoming_multitts.bench.soak")
+_LOGGER = logging.getLogger("tools.bench.soak")
 
 # ---- kinds of client and what counts as their success
 

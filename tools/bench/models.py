@@ -10,12 +10,12 @@ from typing import Any
 
 import yaml
 
-from ..catalog import Catalog, load_catalog
+from wyoming_multitts.catalog import Catalog, load_catalog
 
 _LOGGER = logging.getLogger(__name__)
 
 GENERATED_CATALOG = "voices.yaml"
-"""The catalog `python -m wyoming_multitts.modelgen SIZE DIR` writes next to the models."""
+"""The catalog `python -m tools.modelgen SIZE DIR` writes next to the models."""
 BENCH_CATALOG = "benchmark-voices.yaml"
 """The benchmark's copy of it: absolute paths and the benchmark's work cap per request."""
 BENCHMARKED_ENGINES = ("orpheus", "outetts", "qwen3tts", "bark")
@@ -45,7 +45,7 @@ def ensure_models(
         ", ".join(engines),
         directory,
     )
-    command = [sys.executable, "-m", "wyoming_multitts.modelgen", size, str(directory)]
+    command = [sys.executable, "-m", "tools.modelgen", size, str(directory)]
     command += [f"--engine={engine}" for engine in engines]
     # its summary line goes to stderr with our progress: stdout carries only the report
     result = subprocess.run([*command, "--threads", str(threads)], stdout=sys.stderr, check=False)

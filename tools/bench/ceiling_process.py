@@ -1,4 +1,4 @@
-"""The raw-ceiling worker (`python -m wyoming_multitts.bench.ceiling`) seen from the benchmark."""
+"""The raw-ceiling worker (`python -m tools.bench.ceiling`) seen from the benchmark."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class CeilingProcess:
             [
                 sys.executable,
                 "-m",
-                "wyoming_multitts.bench.ceiling",
+                "tools.bench.ceiling",
                 str(catalog),
                 model,
                 f"--threads={threads}",

@@ -19,9 +19,10 @@ from typing import Any, Iterator, Sequence
 import llama_cpp
 import numpy as np
 
-from ..catalog import ModelSpec
-from ..engines import qwen3tts
-from ..options import apply_options
+from wyoming_multitts.catalog import ModelSpec
+from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
+from wyoming_multitts.options import apply_options
+
 from .machine import cpu_clock, others_cores
 from .raw_llama import RawLm, decode_rows, last_hidden, last_logits, prefill, raw_lm
 

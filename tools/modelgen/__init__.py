@@ -9,9 +9,9 @@ they exercise every code path the real ones do.
 Two sizes:
 
 * `tiny`: a few MB per engine, written in seconds; the test suite builds them into a temporary
-  folder (`python -m wyoming_multitts.modelgen tiny DIR`, or `script/make-tiny-models DIR`).
+  folder (`python -m tools.modelgen tiny DIR`, or `script/make-tiny-models DIR`).
 * `full-size`: the real shapes, quantized like the published GGUFs, so speed and memory match
-  the real models (`python -m wyoming_multitts.modelgen full-size DIR`; minutes and GBs).
+  the real models (`python -m tools.modelgen full-size DIR`; minutes and GBs).
 
 Each writes the model files plus `DIR/voices.yaml`, a catalog the server reads with `--voices`.
 Modules: `gguf_lm` (generic GGUF language-model writer and quantizer), `files` (atomic outputs),

@@ -15,7 +15,9 @@ import logging
 import shutil
 from pathlib import Path
 
-from ..engines.outetts_prompt import PUNCTUATION_TOKENS, SPEAKERS_DIR
+from wyoming_multitts.engines.outetts.prompt import PUNCTUATION_TOKENS
+from wyoming_multitts.engines.outetts.speakers import SPEAKERS_DIR
+
 from .files import CatalogEntries, atomic_path
 from .gguf_lm import LmShape, Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
 from .wavtokenizer import write_full_wavtokenizer, write_tiny_wavtokenizer

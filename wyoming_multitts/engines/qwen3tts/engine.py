@@ -3,7 +3,7 @@ predictor the other 15 codebooks, and the 12 Hz speech-tokenizer decoder turns t
 frame into 1920 samples of 24 kHz audio.
 
 The official release is safetensors (`Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice` and siblings). On first
-load `qwen3tts_convert.convert` turns it, once, into two stock `qwen3` GGUFs (talker, code
+load `convert.convert` turns it, once, into two stock `qwen3` GGUFs (talker, code
 predictor; both run by llama.cpp on the catalog's device, fed with embedding rows), a
 vocabulary-only tokenizer GGUF and numpy tables; the decoder runs in torch
 (`codecs/qwen3_12hz.py`). The conversion is cached beside the download (`converted_dir`).
@@ -19,7 +19,7 @@ they exist (no lookahead); with the default left context (the decoder's receptiv
 stream equals one whole decode.
 
 Base models clone a voice from a reference recording (the catalog's `reference:` of a voice;
-qwen-tts `generate_voice_clone`, docs A4): the speaker encoder (`qwen3tts_speaker.py`) turns it
+qwen-tts `generate_voice_clone`, docs A4): the speaker encoder (`speaker_encoder.py`) turns it
 into an x-vector that takes the prefill's speaker slot. With a transcript the clone is also "in
 context" (ICL, 4c): the speech-tokenizer encoder (`codecs/qwen3_12hz_encoder.py`) turns the
 recording into codes, the prefill holds the transcript's text plus the new text alongside those
@@ -44,17 +44,21 @@ from typing import Iterator, Mapping
 
 import numpy as np
 
-from ..audio import read_wav, resample
-from ..catalog import ModelSpec
-from ..codecs.qwen3_12hz import load_qwen3_codec
-from ..codecs.qwen3_12hz_encoder import ENCODER_SAMPLE_RATE, Qwen3SpeechEncoder, load_speech_encoder
-from ..devices import Device, set_torch_threads, torch_device_for
-from ..llm import LlamaModel
-from ..options import apply_options, check_option_names
-from ..sampling import Sampler, SamplingConfig
-from .base import EngineError, VoiceSettings, log_piece_stats
-from .qwen3tts_convert import MATRIX_TYPES, ConvertedQwen3TTS, Qwen3TTSRuntimeConfig, convert
-from .qwen3tts_speaker import MEL_SAMPLE_RATE, load_speaker_encoder
+from ...audio import read_wav, resample
+from ...catalog import ModelSpec
+from ...codecs.qwen3_12hz import load_qwen3_codec
+from ...codecs.qwen3_12hz_encoder import (
+    ENCODER_SAMPLE_RATE,
+    Qwen3SpeechEncoder,
+    load_speech_encoder,
+)
+from ...devices import Device, set_torch_threads, torch_device_for
+from ...llm import LlamaModel
+from ...options import apply_options, check_option_names
+from ...sampling import Sampler, SamplingConfig
+from ..base import EngineError, VoiceSettings, log_piece_stats
+from .convert import MATRIX_TYPES, ConvertedQwen3TTS, Qwen3TTSRuntimeConfig, convert
+from .speaker_encoder import MEL_SAMPLE_RATE, load_speaker_encoder
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -390,7 +394,7 @@ class Qwen3TTS:
         return self._stack.enter_context(contextlib.closing(model))
 
     def _read_tables(self, converted: ConvertedQwen3TTS) -> None:
-        """The numpy side of the model (see qwen3tts_convert `_write_tables`)."""
+        """The numpy side of the model (see `convert._write_tables`)."""
         with np.load(converted.tables) as npz:
             self._text_table = npz["text_embeddings"]  # (text_vocab, H) f16 or f32
             self._tts_pad = npz["tts_pad_embedding"].astype(np.float32)  # (H,)

@@ -52,8 +52,8 @@ from typing import Any
 import gguf
 import numpy as np
 
-from ..errors import VoiceError
-from ..gguf_writer import GgufTensor, write_gguf
+from ...errors import VoiceError
+from ...gguf_writer import GgufTensor, write_gguf
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -25,7 +25,8 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from ..gguf_writer import GgufTensor, write_gguf
+from wyoming_multitts.gguf_writer import GgufTensor, write_gguf
+
 from .files import PARTIAL_SUFFIX, write_once
 
 _LOGGER = logging.getLogger(__name__)

@@ -22,7 +22,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Sequence
 
-from ..__main__ import configure_thread_pools
+from wyoming_multitts.__main__ import configure_thread_pools
+
 from .ceiling_process import CeilingProcess
 from .client import MODES, PLAIN, timed_request
 from .machine import cpu_clock, describe_machine, load_average, others_cores
@@ -38,7 +39,7 @@ from .report import BenchSettings, Report, render_markdown, report_json
 from .results import Ceiling, RequestRecord, Row, WarmUp
 from .server import BenchServer
 
-_LOGGER = logging.getLogger("wyoming_multitts.bench")
+_LOGGER = logging.getLogger("tools.bench")
 
 DEFAULT_MODELS_DIR = Path(__file__).resolve().parents[2] / "local" / "benchmark-models"
 """Where `--full-size` keeps its models between runs (git-ignored)."""

@@ -4,7 +4,7 @@ A worker the benchmark starts with the server's thread environment and drives ov
 that raw runs alternate with server requests (on a shared VM the speed drifts by 10-20 % over
 minutes; runs close in time compare fairly):
 
-    python -m wyoming_multitts.bench.ceiling CATALOG MODEL --threads N --decode-tokens 140 \
+    python -m tools.bench.ceiling CATALOG MODEL --threads N --decode-tokens 140 \
         --decode-frames 20
 
 It loads the model, warms up and prints a JSON line `{"load_s": …}`. Then, for every line
@@ -35,14 +35,18 @@ import llama_cpp
 import numpy as np
 import torch
 
-from ..catalog import ModelSpec, load_catalog
-from ..codecs.encodec24 import Encodec24Decoder
-from ..codecs.qwen3_12hz import load_qwen3_codec
-from ..codecs.snac24 import SnacDecoder
-from ..codecs.wavtokenizer import WavTokenizerVocoder
-from ..devices import CPU, set_torch_threads
-from ..engines import bark, orpheus, outetts, qwen3tts
-from ..options import apply_options
+from wyoming_multitts.catalog import ModelSpec, load_catalog
+from wyoming_multitts.codecs.encodec24 import Encodec24Decoder
+from wyoming_multitts.codecs.qwen3_12hz import load_qwen3_codec
+from wyoming_multitts.codecs.snac24 import SnacDecoder
+from wyoming_multitts.codecs.wavtokenizer import WavTokenizerVocoder
+from wyoming_multitts.devices import CPU, set_torch_threads
+from wyoming_multitts.engines.bark import engine as bark
+from wyoming_multitts.engines.orpheus import engine as orpheus
+from wyoming_multitts.engines.outetts import engine as outetts
+from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
+from wyoming_multitts.options import apply_options
+
 from . import raw_bark, raw_qwen3
 from .machine import cpu_clock, others_cores
 from .raw_llama import RawLm, greedy_decode, prefill, quiet_llama_cpp, raw_lm
@@ -314,7 +318,7 @@ def open_runs(
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve measurement requests from stdin (see the module docstring)."""
-    parser = argparse.ArgumentParser(prog="python -m wyoming_multitts.bench.ceiling")
+    parser = argparse.ArgumentParser(prog="python -m tools.bench.ceiling")
     parser.add_argument("catalog", type=Path)
     parser.add_argument("model")
     parser.add_argument("--threads", type=int, required=True)

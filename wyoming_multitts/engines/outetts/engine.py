@@ -5,7 +5,7 @@ model, turns the codes into 24 kHz audio through an inverse STFT.
 The prompt dialect (0.2 or 0.3) is read from the GGUF's vocabulary, like every token id. The voice
 is a speaker profile (a built-in one or the user's JSON); its part of the prompt stays in the KV
 cache between requests (`prompt_layout: turn`, the default), so a request pays only for its own
-words. Prompts, speakers, guide tokens and reply parsing live in `outetts_prompt.py`.
+words. Prompts, speakers, guide tokens and reply parsing live in `prompt.py`.
 """
 
 from __future__ import annotations
@@ -19,30 +19,28 @@ from typing import Iterator, Mapping
 
 import numpy as np
 
-from ..catalog import ModelSpec
-from ..codecs.wavtokenizer import WavTokenizerVocoder
-from ..codecs.windowed import WindowedDecoder
-from ..devices import Device
-from ..llm import LlamaError, LlamaModel, gguf_kv_cache_bytes
-from ..options import apply_options, check_option_names
-from ..sampling import Sampler
-from ..text import spoken_words
-from .base import EngineError, VoiceSettings, log_piece_stats
-from .outetts_prompt import (
+from ...catalog import ModelSpec
+from ...codecs.wavtokenizer import WavTokenizerVocoder
+from ...codecs.windowed import WindowedDecoder
+from ...devices import Device
+from ...llm import LlamaError, LlamaModel, gguf_kv_cache_bytes
+from ...options import apply_options, check_option_names
+from ...sampling import Sampler
+from ...text import spoken_words
+from ..base import EngineError, VoiceSettings, log_piece_stats
+from .prompt import (
     CODE,
     DEFAULT_SAMPLING,
     END,
     LAYOUTS,
     GuideTokens,
     ReplyParser,
-    SpeakerProfile,
     guide_tokens,
-    load_speaker,
     read_tokens,
     request_suffix,
-    speaker_path,
     speaker_prefix,
 )
+from .speakers import SpeakerProfile, load_speaker, speaker_path
 
 _LOGGER = logging.getLogger(__name__)
 

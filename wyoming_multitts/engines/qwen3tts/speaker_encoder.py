@@ -25,8 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import EngineError
-from .qwen3tts_convert import SafetensorsFiles
+from ..base import EngineError
+from .convert import SafetensorsFiles
 
 _LOGGER = logging.getLogger(__name__)
 

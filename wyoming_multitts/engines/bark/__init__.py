@@ -1,0 +1,6 @@
+"""Bark: three GPT stages (`gpt.py`), speaker presets and their history (`presets.py`), and the
+generation loop with EnCodec (`engine.py`)."""
+
+from .engine import FILES, estimate_bytes, load
+
+__all__ = ["FILES", "estimate_bytes", "load"]

@@ -1,0 +1,7 @@
+"""Qwen3-TTS: the checkpoint converted once to GGUF (`convert.py`), its runtime settings
+(`config.py`), prompts (`prompt.py`), voice cloning (`clone.py`, `speaker_encoder.py`) and the
+generation loop (`engine.py`)."""
+
+from .engine import FILES, estimate_bytes, load
+
+__all__ = ["FILES", "estimate_bytes", "load"]
