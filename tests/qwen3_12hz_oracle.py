@@ -8,13 +8,13 @@ which pins transformers 4.57.3.
                                           [--layers L] [--sliding-window W] [--load FOLDER]
 
 Without `--load` it builds a tiny random `Qwen3TTSTokenizerV2Model` (the tiny config of
-engines-qwen3-bark.md §A8, with `--layers`/`--sliding-window` for the decoder transformer: the
-defaults 2 and 16 make the receptive field, 2 + 2·15 + 10 = 42 frames, longer than the official
-25-frame chunk context, so the test can see both cases), re-initialises every parameter with small
-random values (the default init decodes to a constant; gains around 1, see UNIT_GAINS), and
-writes it with `save_pretrained` to OUT/speech_tokenizer/ -- `config.json` + `model.safetensors`,
-the layout of the `speech_tokenizer/` folder of every Qwen3-TTS repo. With `--load FOLDER` it
-uses that speech tokenizer as it is and writes no model.
+docs/engines.md, "Qwen3-TTS: tiny test model", with `--layers`/`--sliding-window` for the
+decoder transformer: the defaults 2 and 16 make the receptive field, 2 + 2·15 + 10 = 42 frames,
+longer than the official 25-frame chunk context, so the test can see both cases), re-initialises
+every parameter with small random values (the default init decodes to a constant; gains around 1,
+see UNIT_GAINS), and writes it with `save_pretrained` to OUT/speech_tokenizer/ -- `config.json`
++ `model.safetensors`, the layout of the `speech_tokenizer/` folder of every Qwen3-TTS repo. With
+`--load FOLDER` it uses that speech tokenizer as it is and writes no model.
 
 It then draws `--frames` random code frames (T, num_quantizers) and writes OUT/reference.npz:
     codes    (T, Q) int64     the codes decoded
@@ -39,7 +39,7 @@ import transformers  # noqa: F401  (must be imported before the torchaudio stub 
 
 # torchaudio has no build for torch 2.13; `import qwen_tts` imports the 25 Hz tokenizer, which only
 # needs `torchaudio.compliance.kaldi` to exist. A stub with a __spec__ is enough for the 12 Hz path
-# (engines-qwen3-bark.md §A8).
+# (docs/engines.md, "Qwen3-TTS: tiny test model").
 for _name in ["torchaudio", "torchaudio.compliance", "torchaudio.compliance.kaldi"]:
     _module = types.ModuleType(_name)
     _module.__spec__ = importlib.machinery.ModuleSpec(_name, None)
@@ -80,7 +80,8 @@ TINY_ENCODER = dict(
     sliding_window=16,
     upsample_groups=16,
 )
-"""The encoder (a transformers MimiConfig) of §A8; only there so the file has encoder keys too."""
+"""The tiny encoder (a transformers MimiConfig) of docs/engines.md, "Qwen3-TTS: tiny test model";
+only there so the file has encoder keys too."""
 TINY_DECODER = dict(
     codebook_size=32,
     codebook_dim=16,
@@ -97,7 +98,8 @@ TINY_DECODER = dict(
     upsample_rates=[8, 5, 4, 3],
     upsampling_ratios=[2, 2],
 )
-"""The decoder of §A8 (`--layers`/`--sliding-window` override its transformer)."""
+"""The tiny decoder of docs/engines.md, "Qwen3-TTS: tiny test model" (`--layers`/`--sliding-window`
+override its transformer)."""
 
 
 def build(layers: int, sliding_window: int, std: float, seed: int) -> Qwen3TTSTokenizerV2Model:

@@ -21,8 +21,9 @@ from wyoming_multitts.catalog import DEFAULT_CATALOG, ModelSpec, load_catalog
 from wyoming_multitts.devices import CPU, Device
 from wyoming_multitts.engines.bark import engine as bark
 from wyoming_multitts.engines.bark import presets as bark_presets
-from wyoming_multitts.engines.base import EngineError, VoiceSettings
-from wyoming_multitts.options import OptionError
+from wyoming_multitts.engines.base import VoiceSettings
+from wyoming_multitts.errors import EngineError, OptionError
+from wyoming_multitts.stats import PieceStats
 from wyoming_multitts.text import normalize, text_pieces
 
 from .conftest import oracle_python, run_oracle_script
@@ -201,19 +202,12 @@ def test_same_seed_same_audio_other_seed_other_audio(engine: bark.Bark) -> None:
     assert not np.array_equal(first, speak(engine, "Hello there.", voice(seed=1)))
 
 
-def test_stats_and_split_lines_are_logged(
-    engine: bark.Bark, caplog: pytest.LogCaptureFixture
-) -> None:
-    with caplog.at_level("INFO", logger="wyoming_multitts.engines.bark.engine"):
-        speak(engine, "Hello there.", voice())
-    messages = [record.getMessage() for record in caplog.records]
-    assert any(
-        m.startswith("stats voice=tiny-bark prompt_tokens=257 tokens=16 frames=24")
-        for m in messages
-    )
-    assert any(
-        m.startswith("split voice=tiny-bark semantic_s=") and "codec_s=" in m for m in messages
-    )
+def test_stats_count_tokens_frames_and_each_stage(engine: bark.Bark) -> None:
+    stats = PieceStats("tiny-bark")
+    list(engine.synthesize("Hello there.", voice(), threading.Event(), stats))
+    assert (stats.prompt_tokens, stats.tokens, stats.frames) == (257, 16, 24)
+    assert set(stats.seconds) == {"prefill", "decode", "semantic", "coarse", "fine", "codec"}
+    assert all(seconds > 0 for seconds in stats.seconds.values())
 
 
 class _CancelAfter:
@@ -353,6 +347,7 @@ def test_weights_that_would_run_code_are_refused(tmp_path: Path) -> None:
 def test_broken_files_name_voice_and_file(
     tiny_dir: Path, tmp_path: Path, name: str, content: bytes | None, message: str
 ) -> None:
+
     folder = tmp_path / "bark"
     shutil.copytree(tiny_dir, folder)
     if content is None:

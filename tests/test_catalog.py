@@ -44,7 +44,8 @@ QWEN3_NATIVE = {
     "ono_anna": "ja",
     "sohee": "ko",
 }
-"""The CustomVoice speakers (config.json spk_id) and their native languages (docs A1)."""
+"""The CustomVoice speakers (config.json spk_id) and their native languages (docs/engines.md,
+"Qwen3-TTS: releases, speakers and languages")."""
 QWEN3_LANGUAGES = {"zh", "en", "ja", "ko", "de", "fr", "ru", "pt", "es", "it"}
 
 
@@ -164,7 +165,7 @@ def test_shipped_catalog_multilingual_models(shipped: Catalog) -> None:
 
 
 def test_shipped_catalog_qwen3tts_models_and_speakers(shipped: Catalog) -> None:
-    from wyoming_multitts.engines.qwen3tts.engine import LANGUAGE_NAMES
+    from wyoming_multitts.engines.qwen3tts.prompt import LANGUAGE_NAMES
 
     qwen3 = {name: model for name, model in shipped.models.items() if model.engine == "qwen3tts"}
     assert {name: model.files["model"] for name, model in qwen3.items()} == {

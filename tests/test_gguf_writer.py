@@ -8,7 +8,7 @@ import gguf
 import numpy as np
 import pytest
 
-from wyoming_multitts.gguf_writer import GgufTensor, write_gguf
+from wyoming_multitts.formats.gguf import GgufTensor, write_gguf
 
 Q8_0 = gguf.GGMLQuantizationType.Q8_0
 Q8_0_TOLERANCE = 1 / 254

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from wyoming_multitts.catalog import FileRef
-from wyoming_multitts.hub import Hub, ModelFileError
+from wyoming_multitts.errors import ModelFileError
+from wyoming_multitts.hub import Hub
 
 REPO = "example/voices"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -12,11 +12,13 @@ import gguf
 import numpy as np
 import pytest
 
-from tools.modelgen.gguf_lm import LmShape, byte_level_vocab, write_lm_gguf
+from tools.modelgen.gguf_lm import byte_level_vocab, write_lm_gguf
 from tools.modelgen.orpheus import BOS_ID, EOS_ID
 from tools.modelgen.wavtokenizer import TINY_WAVTOKENIZER, write_tiny_wavtokenizer
 from wyoming_multitts.devices import CPU
-from wyoming_multitts.llm import LlamaError, LlamaModel
+from wyoming_multitts.errors import LlamaError
+from wyoming_multitts.formats.gguf import LmShape
+from wyoming_multitts.llm import LlamaModel
 
 THREADS = 2
 N_CTX = 64

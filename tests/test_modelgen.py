@@ -15,7 +15,6 @@ from tools.modelgen import orpheus
 from tools.modelgen.__main__ import main
 from tools.modelgen.files import atomic_path
 from tools.modelgen.gguf_lm import (
-    LmShape,
     QuantizeError,
     Vocab,
     byte_level_vocab,
@@ -23,6 +22,7 @@ from tools.modelgen.gguf_lm import (
     write_lm_gguf,
 )
 from wyoming_multitts.catalog import load_catalog
+from wyoming_multitts.formats.gguf import LmShape
 
 ORPHEUS_N_VOCAB = 156_940
 SNAC_HOP = 2048

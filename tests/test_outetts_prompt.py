@@ -2,8 +2,8 @@
 
 Token ids come from the real llama.cpp tokenizer over the tiny models' vocabularies (written by
 `modelgen.outetts`), and prompts are compared, detokenized, character for character with the
-formats of the outetts reference package (docs engines-outetts-orpheus.md §1.4), written out by
-hand below for a two-word speaker.
+formats of the outetts reference package (docs/engines.md, "OuteTTS: prompt formats"), written
+out by hand below for a two-word speaker.
 """
 
 from __future__ import annotations
@@ -28,10 +28,9 @@ from wyoming_multitts.engines.outetts.prompt import (
     OuteTokens,
     ReplyEvent,
     ReplyParser,
-    VocabularyError,
 )
-from wyoming_multitts.engines.outetts.speakers import SpeakerError
-from wyoming_multitts.llm import LlamaError, LlamaModel
+from wyoming_multitts.errors import LlamaError, SpeakerError, VocabularyError
+from wyoming_multitts.llm import LlamaModel
 from wyoming_multitts.text import SpokenWord, spoken_words
 
 N_CTX = 512
@@ -416,6 +415,7 @@ def _profile(tmp_path: Path, change: Callable[[dict], object]) -> Path:
 def test_load_speaker_errors(
     tmp_path: Path, change: Callable[[dict], object], message: str
 ) -> None:
+
     path = _profile(tmp_path, change)
     with pytest.raises(SpeakerError, match=message) as err:
         speakers.load_speaker(path)

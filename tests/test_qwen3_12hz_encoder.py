@@ -19,7 +19,7 @@ from wyoming_multitts.codecs.qwen3_12hz_encoder import (
     Qwen3SpeechEncoder,
     load_speech_encoder,
 )
-from wyoming_multitts.engines.base import EngineError
+from wyoming_multitts.errors import EngineError
 
 from .test_qwen3tts_convert import oracle_python
 
@@ -211,6 +211,7 @@ def test_encoder_only_file_loads(
 def test_broken_files_name_the_file(
     speech_tokenizer: Path, tmp_path: Path, broken: str, file: str, message: str
 ) -> None:
+
     config = (speech_tokenizer / "config.json").read_text()
     state = load_file(speech_tokenizer / "model.safetensors")
     if broken == "garbage config":

@@ -19,10 +19,11 @@ from tools.modelgen import qwen3tts as tiny_models
 from tools.modelgen.qwen3tts import TINY_SHAPE
 from wyoming_multitts.catalog import FileRef, ModelSpec
 from wyoming_multitts.devices import CPU
-from wyoming_multitts.engines.base import EngineError, VoiceSettings
+from wyoming_multitts.engines.base import VoiceSettings
+from wyoming_multitts.engines.qwen3tts import convert as qwen3_convert
 from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
-from wyoming_multitts.errors import VoiceError
-from wyoming_multitts.options import OptionError
+from wyoming_multitts.engines.qwen3tts import prompt as qwen3_prompt
+from wyoming_multitts.errors import EngineError, OptionError, VoiceError
 
 from .test_qwen3tts_convert import run_oracle
 
@@ -163,8 +164,9 @@ def test_q8_0_conversion_synthesizes(
 
 
 def test_streaming_text_mode_moves_the_text_to_the_steps(engine: qwen3tts.Qwen3TTS) -> None:
-    """docs A4 4a: the prefill ends with the first text token + codec_bos; the rest of the text,
-    then tts_eos, is added to the inputs of the first generation steps."""
+    """docs/engines.md, "Qwen3-TTS: prefill layout" 4a: the prefill ends with the first text
+    token + codec_bos; the rest of the text, then tts_eos, is added to the inputs of the first
+    generation steps."""
     config = engine.config
     codec = engine._codec_table
     whole = engine.prompt(TEXT, voice(), engine._options, "test")
@@ -221,10 +223,10 @@ def test_language_chooses_the_codec_language_id(engine: qwen3tts.Qwen3TTS) -> No
 
 
 def test_ten_languages_are_mapped() -> None:
-    assert sorted(qwen3tts.LANGUAGE_NAMES) == sorted(
+    assert sorted(qwen3_prompt.LANGUAGE_NAMES) == sorted(
         ["zh", "en", "ja", "ko", "de", "fr", "ru", "pt", "es", "it"]
     )
-    assert set(qwen3tts.LANGUAGE_NAMES.values()) <= set(tiny_models.LANGUAGE_OFFSETS)
+    assert set(qwen3_prompt.LANGUAGE_NAMES.values()) <= set(tiny_models.LANGUAGE_OFFSETS)
 
 
 def test_unknown_speaker_names_the_speakers(engine: qwen3tts.Qwen3TTS) -> None:
@@ -332,7 +334,7 @@ def test_conversion_is_cached_beside_the_folder(engine: qwen3tts.Qwen3TTS, snaps
     converted = snapshot.with_name(snapshot.name + ".converted")
     assert (converted / "qwen3tts.json").is_file() and (converted / "talker.gguf").is_file()
     hub = Path("/cache/models--Qwen--Qwen3-TTS-12Hz-0.6B-CustomVoice/snapshots/abc123")
-    assert qwen3tts.converted_dir(hub) == Path(
+    assert qwen3_convert.converted_dir(hub) == Path(
         "/cache/models--Qwen--Qwen3-TTS-12Hz-0.6B-CustomVoice/qwen3tts-converted/abc123"
     )
     assert engine.sample_rate == 24000

@@ -19,9 +19,12 @@ import torch
 
 from tools.modelgen import qwen3tts as tiny_models
 from wyoming_multitts.audio import read_wav, resample, write_wav
-from wyoming_multitts.engines.base import EngineError, ReferenceAudio, VoiceSettings
+from wyoming_multitts.engines.base import ReferenceAudio, VoiceSettings
+from wyoming_multitts.engines.qwen3tts import config as qwen3_config
 from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
+from wyoming_multitts.engines.qwen3tts import prompt as qwen3_prompt
 from wyoming_multitts.engines.qwen3tts.speaker_encoder import MelFrontEnd, slaney_mel_filters
+from wyoming_multitts.errors import EngineError
 
 from .test_qwen3tts import GREEDY, load_engine
 from .test_qwen3tts_convert import run_oracle
@@ -42,7 +45,8 @@ TEXT = "Hello the world, this is user."
 REFERENCE_TEXT = "This is the reference."
 REFERENCE_SECONDS = 2.5
 """2.5 s at 24 kHz: 32 reference frames, fewer than the transcript + text tokens, so the ICL
-prompt's text runs past the reference frames and trails (docs A4 4c)."""
+prompt's text runs past the reference frames and trails (docs/engines.md,
+"Qwen3-TTS: prefill layout", 4c)."""
 LONG_REFERENCE_SECONDS = 4.0
 """50 frames: more than a short transcript + text, whose text stream is padded with tts_pad."""
 
@@ -61,7 +65,7 @@ def speak(engine: qwen3tts.Qwen3TTS, text: str, settings: VoiceSettings) -> np.n
     return np.concatenate(list(engine.synthesize(text, settings, threading.Event())))
 
 
-def options_of(engine: qwen3tts.Qwen3TTS, settings: VoiceSettings) -> qwen3tts.Qwen3Options:
+def options_of(engine: qwen3tts.Qwen3TTS, settings: VoiceSettings) -> qwen3_config.Qwen3Options:
     return qwen3tts.apply_options(engine._options, settings.options, "test")
 
 
@@ -115,7 +119,7 @@ def relative_error(ours: np.ndarray, theirs: np.ndarray) -> float:
 
 def assert_clone_equals(
     engine: qwen3tts.Qwen3TTS, text: str, settings: VoiceSettings, oracle: dict[str, np.ndarray]
-) -> qwen3tts.Qwen3Prompt:
+) -> qwen3_prompt.Qwen3Prompt:
     """Prefill rows, greedy codes and audio of `text` in `settings` equal qwen-tts's."""
     options = options_of(engine, settings)
     reference = engine.clone_reference(settings, options, "test")
@@ -212,8 +216,9 @@ def test_default_f16_conversion_gives_the_same_greedy_clone(
 
 
 def test_non_streaming_icl_layout(engine: qwen3tts.Qwen3TTS, tiny_dir: Path) -> None:
-    """docs A4 4c, non-streaming: text rows + codec_pad, then codec_bos and the reference frames
-    + tts_pad; the speaker slot holds the x-vector in both clone modes."""
+    """docs/engines.md, "Qwen3-TTS: prefill layout" 4c, non-streaming: text rows + codec_pad,
+    then codec_bos and the reference frames + tts_pad; the speaker slot holds the x-vector in
+    both clone modes."""
     config, codec = engine.config, engine._codec_table
     settings = clone_voice(tiny_dir / "ref.wav", REFERENCE_TEXT, streaming_text=False)
     options = options_of(engine, settings)
@@ -267,7 +272,7 @@ def test_reference_silence_is_encoded_after_the_reference(
     assert plain.codes is not None and padded.codes is not None
     assert len(padded.codes) == math.ceil((REFERENCE_SECONDS + 0.5) * 24000 / 1920)
     np.testing.assert_array_equal(plain.x_vector, padded.x_vector)  # silence: codes only
-    assert qwen3tts.Qwen3Options().reference_silence == 0.5  # faster-qwen3-tts's default
+    assert qwen3_config.Qwen3Options().reference_silence == 0.5  # faster-qwen3-tts's default
 
 
 def test_reference_is_computed_once_per_voice(
@@ -361,6 +366,7 @@ def test_custom_voice_model_refuses_a_reference(tiny_dir: Path) -> None:
 def test_base_model_without_speaker_encoder_weights_is_named(
     tiny_dir: Path, tmp_path: Path
 ) -> None:
+
     source = tmp_path / "snapshot"
     shutil.copytree(tiny_dir / tiny_models.TINY_DIR, source)  # CustomVoice weights ...
     config = json.loads((source / "config.json").read_text())

@@ -24,14 +24,11 @@ import pytest
 from tools.modelgen import qwen3tts
 from wyoming_multitts.catalog import parse_catalog
 from wyoming_multitts.devices import resolve_device
-from wyoming_multitts.engines.qwen3tts.convert import (
-    LAYER_TENSORS,
-    PREDICTOR_PREFIX,
-    ConvertedQwen3TTS,
-    ConvertError,
-    SafetensorsFiles,
-    convert,
-)
+from wyoming_multitts.engines.qwen3tts.checkpoint import LAYER_TENSORS, PREDICTOR_PREFIX
+from wyoming_multitts.engines.qwen3tts.convert import ConvertedQwen3TTS, convert
+from wyoming_multitts.errors import ConvertError
+from wyoming_multitts.formats.gguf import read_gguf_metadata
+from wyoming_multitts.formats.safetensors import SafetensorsFiles
 
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_VENV = ROOT / "local" / "qwen-tts-venv"
@@ -47,7 +44,7 @@ Q8_HIDDEN_TOLERANCE = 3e-2
 """The same for a 32-wide Q8_0 predictor's hidden state against float64 (measured 1.0e-2)."""
 
 llama_cpp = pytest.importorskip("llama_cpp")
-from wyoming_multitts.llm import LlamaModel, read_gguf_metadata  # noqa: E402  # needs llama_cpp
+from wyoming_multitts.llm import LlamaModel  # noqa: E402  # needs llama_cpp
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +236,8 @@ def test_weights_are_bf16_and_distinct(weights: SafetensorsFiles, snapshot: Path
 
 
 def test_full_size_plan_matches_the_release() -> None:
-    """0.6B-CustomVoice: the parameter counts of the real files (docs A1)."""
+    """0.6B-CustomVoice: the parameter counts of the real files (docs/engines.md,
+    "Qwen3-TTS: releases, speakers and languages")."""
     model = sum(int(np.prod(t.shape)) for t in qwen3tts.model_plan(qwen3tts.FULL_0B6_SHAPE))
     codec = sum(
         int(np.prod(t.shape)) for t in qwen3tts.speech_tokenizer_plan(qwen3tts.FULL_0B6_SHAPE)
@@ -532,7 +530,8 @@ def test_text_tokenizer_matches_qwen_tts(
 def prefill_rows(
     ids: np.ndarray, tables: dict[str, np.ndarray], converted: ConvertedQwen3TTS, speaker: str
 ) -> np.ndarray:
-    """The non-streaming CustomVoice prefill (docs A4, english, no instruct) from our tables."""
+    """The non-streaming CustomVoice prefill (docs/engines.md, "Qwen3-TTS: prefill layout" 4b;
+    english, no instruct) from our tables."""
     config = converted.config
     text, codec = tables["text_embeddings"], tables["codec_embeddings"]
     pad, bos, eos = (tables[f"tts_{name}_embedding"] for name in ("pad", "bos", "eos"))
@@ -603,6 +602,7 @@ def test_talker_gguf_reproduces_qwen_tts(
 def test_predictor_gguf_reproduces_qwen_tts(
     predictor: LlamaModel, oracle: dict[str, np.ndarray], tables: dict[str, np.ndarray]
 ) -> None:
+
     def project(rows: np.ndarray) -> np.ndarray:
         return rows @ tables["mtp_projection_weight"].T + tables["mtp_projection_bias"]
 

@@ -13,14 +13,13 @@ import pytest
 from wyoming_multitts.catalog import Catalog, load_catalog
 from wyoming_multitts.devices import (
     CPU,
-    DeviceError,
     parse_device_name,
     resolve_device,
     torch_device_for,
 )
-from wyoming_multitts.engines.base import EngineError
+from wyoming_multitts.errors import DeviceError, EngineError, ModelFileError, ModelTooLargeError
 from wyoming_multitts.hub import Hub
-from wyoming_multitts.registry import ModelRegistry, ModelTooLargeError, RegistrySettings
+from wyoming_multitts.registry import ModelRegistry, RegistrySettings
 
 from .conftest import tiny_model_entry, write_catalog
 
@@ -142,10 +141,10 @@ async def test_failed_load_is_retried_by_the_next_request(
     models["m0"]["files"]["model"] = {"path": str(missing)}
     catalog = load_catalog(write_catalog(tmp_path, tiny_models, models, {"v0": {"model": "m0"}}))
     registry = new_registry(catalog)
-    with pytest.raises(EngineError, match=f"voice v0.*{missing.name}") as failure:
+    with pytest.raises(ModelFileError, match=f"voice v0.*{missing.name}") as failure:
         async with registry.acquire("m0", "v0"):
             pass
-    assert failure.value.code == "ModelFileError"  # type: ignore[attr-defined]
+    assert failure.value.code == "model-file-missing"
     shutil.copy(tiny_models / "orpheus-tiny.gguf", missing)
     async with registry.acquire("m0", "v0"):
         pass
@@ -158,15 +157,18 @@ async def test_offline_hub_download_is_a_clear_error(tmp_path: Path, tiny_models
     catalog = load_catalog(write_catalog(tmp_path, tiny_models, models, {"v0": {"model": "m0"}}))
     hub = Hub(cache_dir=tmp_path / "cache", offline=True)
     registry = new_registry(catalog, hub)
-    with pytest.raises(EngineError, match="example/not-cached-GGUF/model.gguf.*--offline") as err:
+    with pytest.raises(
+        ModelFileError, match="example/not-cached-GGUF/model.gguf.*--offline"
+    ) as err:
         async with registry.acquire("m0", "v0"):
             pass
-    assert err.value.code == "ModelFileError"  # type: ignore[attr-defined]
+    assert err.value.code == "model-file-missing"
 
 
 async def test_missing_file_role_names_what_the_engine_needs(
     tmp_path: Path, tiny_models: Path
 ) -> None:
+
     models = {"m0": tiny_model_entry(tiny_models)}
     del models["m0"]["files"]["codec"]
     catalog = load_catalog(write_catalog(tmp_path, tiny_models, models, {"v0": {"model": "m0"}}))

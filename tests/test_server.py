@@ -326,6 +326,7 @@ async def test_client_vanishing_mid_stream_frees_the_model(
 async def test_new_request_on_the_same_connection_replaces_the_old_one(
     server: RunningServer,
 ) -> None:
+
     long_text = " ".join(f"Sentence number {i} is quite long indeed." for i in range(40))
     async with server.client() as client:
         await client.write_event(Synthesize(text=long_text).event())
@@ -355,9 +356,9 @@ async def test_cloned_voices_need_a_readable_reference(tiny_models: Path, tmp_pa
     server = start_server(catalog, tmp_path, "--offline", "--download-dir", str(tmp_path / "hf"))
     try:
         for voice, code, words in (
-            ("bare", "EngineError", "add `reference: {path:"),
-            ("lost", "EngineError", f"reference audio {tmp_path / 'lost.wav'}"),
-            ("hub", "ModelFileError", "me/voices/alice.wav"),
+            ("bare", "engine-error", "add `reference: {path:"),
+            ("lost", "engine-error", f"reference audio {tmp_path / 'lost.wav'}"),
+            ("hub", "model-file-missing", "me/voices/alice.wav"),
         ):
             async with server.client() as client:
                 request = Synthesize(text="Hello.", voice=SynthesizeVoice(voice))

@@ -1,6 +1,6 @@
 """The WavTokenizer vocoder (llama.cpp graph + our ISTFT) against an independent float64 numpy
-re-computation of WavTokenizer's decoder (docs engines-outetts-orpheus.md §2.1 steps 1-8), from
-the same weights read back with `gguf.GGUFReader`."""
+re-computation of WavTokenizer's decoder (docs/engines.md, "WavTokenizer: decoder architecture",
+steps 1-8), from the same weights read back with `gguf.GGUFReader`."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from wyoming_multitts.codecs.wavtokenizer import (
     istft,
 )
 from wyoming_multitts.devices import CPU
-from wyoming_multitts.llm import LlamaError
+from wyoming_multitts.errors import LlamaError
 
 N_CODES = 40
 """Codes per oracle run (more than the 7-tap convolutions' reach, several ISTFT overlaps)."""
@@ -42,7 +42,8 @@ THREADS = 2
 
 HEAD_TOLERANCE = 1e-3
 """max |llama.cpp - reference| / max |reference| allowed on the head output (T, 1282).
-Measured 2.3e-4 to 3.3e-4 over 6 seeds (docs §2.7 measured 6.3e-4 on another tiny shape).
+Measured 2.3e-4 to 3.3e-4 over 6 seeds (6.3e-4 on another tiny shape: docs/engines.md,
+"WavTokenizer: tiny GGUF and llama.cpp accuracy").
 llama.cpp computes in float32, casts the convolutions' inputs to F16 (ggml's im2col) and uses a
 tanh GELU from an F16 table where torch uses the exact erf GELU; with a tanh GELU in the
 reference the error stays 2.3e-4, so float32/F16 rounding dominates."""
@@ -266,6 +267,7 @@ def test_decode_rejects_too_many_codes(vocoder: WavTokenizerVocoder) -> None:
 def test_decode_rejects_codes_outside_the_codebook(
     vocoder: WavTokenizerVocoder, bad_code: int
 ) -> None:
+
     codes = np.array([5, bad_code, 7])
     with pytest.raises(LlamaError, match=f"code {bad_code} is outside the codebook 0..4095"):
         vocoder.decode(codes)
@@ -281,7 +283,8 @@ def test_vocoder_rejects_a_language_model(tiny_models: Path) -> None:
 
 
 def test_writer_metadata_and_determinism(vocoder_path: Path, tmp_path: Path) -> None:
-    """The KV of docs §2.4, the same bytes for the same seed, and `write_tiny_*` keeps a file."""
+    """The KV of docs/engines.md, "WavTokenizer: GGUF layout", the same bytes for the same seed,
+    and `write_tiny_*` keeps a file."""
     fields = gguf.GGUFReader(vocoder_path).fields
     expected = {
         "general.architecture": "wavtokenizer-dec",

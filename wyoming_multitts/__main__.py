@@ -2,7 +2,7 @@
 
 Flags follow wyoming-piper's where they mean the same thing. Thread pools are sized here, before
 numpy, torch or llama.cpp are imported: left at their defaults they fight over the cores
-(perf-anchors.md: OpenBLAS threads made a llama.cpp decode step 2.3x slower).
+(OpenBLAS threads made a llama.cpp decode step 2.3x slower; docs/engines.md, "Thread pools").
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class Settings:
     shutdown_grace: float
     debug: bool
     log_format: str
+    stats_file: Path | None
 
 
 def parse_bytes(text: str) -> int:
@@ -214,6 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="log DEBUG messages")
     parser.add_argument("--log-format", default=logging.BASIC_FORMAT, help="logging format")
+    parser.add_argument(
+        "--stats-file",
+        type=Path,
+        help="append one JSON line per spoken text piece (voice, tokens, frames, seconds per "
+        "stage) to this file; script/benchmark reads it",
+    )
     parser.add_argument("--version", action="version", version=__version__)
     return parser
 
@@ -275,6 +282,7 @@ def parse_settings(argv: list[str]) -> Settings:
         shutdown_grace=max(args.shutdown_grace, 0.0),
         debug=args.debug,
         log_format=args.log_format,
+        stats_file=args.stats_file,
     )
 
 
@@ -342,6 +350,7 @@ async def serve(settings: Settings) -> None:
             max_waiting=settings.max_waiting,
             log_level="DEBUG" if settings.debug else "INFO",
             log_format=settings.log_format,
+            stats_file=settings.stats_file,
         ),
     )
     handler_settings = HandlerSettings(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import pickle
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
@@ -53,6 +54,8 @@ class Load:
     threads: int
     where: str
     """Who asked, for error messages: "voice tara (model orpheus-3b)"."""
+    stats_file: Path | None = None
+    """Where to append each text piece's `PieceStats` as a JSON line (`--stats-file`)."""
 
 
 @dataclass(frozen=True)

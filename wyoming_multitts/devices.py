@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .errors import VoiceError
+from .errors import DeviceError
 
 if TYPE_CHECKING:
     import torch
@@ -26,10 +26,6 @@ TORCH_DEVICE_OF_KIND = {"cuda": "cuda", "metal": "mps"}
 """Where torch parts (codecs) run for each kind; every other kind keeps them on the CPU."""
 
 _TORCH_THREADS_LOCK = threading.Lock()
-
-
-class DeviceError(VoiceError):
-    """The requested device is not available in this build or on this machine."""
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from wyoming.tts import (
 from .audio import PCM_CHANNELS, PCM_WIDTH, PcmChunker, to_pcm16
 from .catalog import Catalog, VoiceSpec
 from .engines.base import VoiceSettings
-from .errors import VoiceError
+from .errors import InternalError, VoiceError
 from .registry import ModelRegistry
 from .text import SentenceSplitter, is_speakable, normalize, split_sentences, split_to_length
 
@@ -354,11 +354,10 @@ class SynthesisHandler(AsyncEventHandler):
         except RequestError as err:
             await self._send_error(err)
         except VoiceError as err:
-            code = getattr(err, "code", None) or type(err).__name__
-            await self._send_error(RequestError(str(err), code))
+            await self._send_error(RequestError(str(err), err.code))
         except Exception as err:  # a bug: still tell the client and keep serving the others
             _LOGGER.exception("Unexpected error during synthesis")
-            await self._send_error(RequestError(f"internal error: {err}", "internal-error"))
+            await self._send_error(RequestError(f"internal error: {err}", InternalError.code))
         await self.stop()
 
     async def _cancel_synthesis(self) -> None:

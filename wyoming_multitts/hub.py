@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from tqdm.auto import tqdm
 
 from .catalog import FileRef
-from .errors import VoiceError
+from .errors import ModelFileError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -20,10 +20,6 @@ PROGRESS_STEP = 0.1
 """Log download progress every 10 % of a file."""
 MISSING_SHOWN = 5
 """Missing files an error names before saying how many more."""
-
-
-class ModelFileError(VoiceError):
-    """A model file could not be found or downloaded; the message says which and what to do."""
 
 
 class _LoggedProgress(tqdm):

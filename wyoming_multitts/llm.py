@@ -16,18 +16,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
-import struct
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Sequence
+from typing import Any, Protocol, Sequence
 
 import llama_cpp
 import numpy as np
 from llama_cpp import _ggml
 
-from .devices import Device
-from .errors import VoiceError
+from .errors import LlamaError
 
 _LOGGER = logging.getLogger(__name__)
 _LLAMA_LOGGER = logging.getLogger("llama.cpp")
@@ -126,8 +124,12 @@ def backend_devices() -> list[BackendDevice]:
     return devices
 
 
-class LlamaError(VoiceError):
-    """llama.cpp refused a model or a step; the message names the file and what to check."""
+class LlamaPlacement(Protocol):
+    """Where a model's layers go: all that llama.cpp needs of a `devices.Device`."""
+
+    @property
+    def llama_device(self) -> str | None:
+        """The ggml backend device (`CUDA0`, `HTP0`, …) to offload every layer to; None: CPU."""
 
 
 class LlamaModel:
@@ -139,7 +141,7 @@ class LlamaModel:
     def __init__(
         self,
         path: Path,
-        device: Device,
+        device: LlamaPlacement,
         *,
         n_ctx: int,
         threads: int,
@@ -267,7 +269,9 @@ class LlamaModel:
             )
 
     @staticmethod
-    def _load_model(path: Path, device: Device, where: str, vocab_only: bool) -> ctypes.c_void_p:
+    def _load_model(
+        path: Path, device: LlamaPlacement, where: str, vocab_only: bool
+    ) -> ctypes.c_void_p:
         params = llama_cpp.llama_model_default_params()
         params.vocab_only = vocab_only
         # The device list must outlive the load call: keep it in a local until it returns.
@@ -552,100 +556,3 @@ class LlamaModel:
     def close(self) -> None:
         """Free the context and the model (idempotent)."""
         self._stack.close()
-
-
-GGUF_MAGIC = b"GGUF"
-GGUF_SCALARS = {
-    0: "<B",
-    1: "<b",
-    2: "<H",
-    3: "<h",
-    4: "<I",
-    5: "<i",
-    6: "<f",
-    7: "<?",
-    10: "<Q",
-    11: "<q",
-    12: "<d",
-}
-"""GGUF metadata value types with a fixed size → struct format (gguf spec; 8 string, 9 array)."""
-GGUF_STRING, GGUF_ARRAY = 8, 9
-GGUF_MAX_STRING = 1 << 20
-"""Longest metadata string we accept (chat templates are a few kB): a corrupt length is an error,
-not a huge allocation."""
-GGUF_MAX_ENTRIES = 1 << 24
-"""Most key/values or array items we accept (vocabularies are ~150k)."""
-
-
-def read_gguf_metadata(path: Path, where: str) -> dict[str, Any]:
-    """The scalar and string key/values of a GGUF header; arrays (the vocabulary) are skipped.
-
-    `gguf.GGUFReader` parses every vocabulary string (5 s for Orpheus' 157k tokens) to give us a
-    few numbers; seeking past them takes milliseconds.
-    """
-    try:
-        with open(path, "rb") as file:
-            if file.read(4) != GGUF_MAGIC:
-                raise ValueError("no GGUF magic number")
-            _version, _n_tensors, n_kv = struct.unpack("<IQQ", file.read(20))
-            if n_kv > GGUF_MAX_ENTRIES:
-                raise ValueError(f"implausible metadata count {n_kv}")
-            metadata: dict[str, Any] = {}
-            for _ in range(n_kv):
-                key = _gguf_string(file)
-                (value_type,) = struct.unpack("<I", file.read(4))
-                metadata[key] = _gguf_read_value(file, value_type)
-            return metadata
-    except (ValueError, OSError, struct.error, UnicodeDecodeError) as err:
-        raise LlamaError(
-            f"{where}: {path} is not a readable GGUF file ({err}); delete it to download it "
-            "again, or fix the catalog's path"
-        ) from err
-
-
-def _gguf_string(file: BinaryIO) -> str:
-    (length,) = struct.unpack("<Q", file.read(8))
-    if length > GGUF_MAX_STRING:
-        raise ValueError(f"implausible string length {length}")
-    return file.read(length).decode("utf-8")
-
-
-def _gguf_read_value(file: BinaryIO, value_type: int) -> Any:
-    """One value; arrays are skipped (None)."""
-    if value_type == GGUF_STRING:
-        return _gguf_string(file)
-    if value_type == GGUF_ARRAY:
-        item_type, count = struct.unpack("<IQ", file.read(12))
-        if count > GGUF_MAX_ENTRIES:
-            raise ValueError(f"implausible array length {count}")
-        if item_type in GGUF_SCALARS:
-            file.seek(count * struct.calcsize(GGUF_SCALARS[item_type]), 1)
-        else:
-            for _ in range(count):
-                _gguf_read_value(file, item_type)
-        return None
-    if value_type not in GGUF_SCALARS:
-        raise ValueError(f"unknown GGUF value type {value_type}")
-    fmt = GGUF_SCALARS[value_type]
-    return struct.unpack(fmt, file.read(struct.calcsize(fmt)))[0]
-
-
-def gguf_kv_cache_bytes(path: Path, n_ctx: int, where: str) -> int:
-    """Bytes of an f16 KV cache of `n_ctx` tokens for the GGUF at `path` (read from its header)."""
-    metadata = read_gguf_metadata(path, where)
-
-    def value(key: str, default: Any = None) -> Any:
-        if metadata.get(key) is None:
-            if default is None:
-                raise LlamaError(f"{where}: {path}: GGUF metadata lacks {key}")
-            return default
-        return metadata[key]
-
-    arch = value("general.architecture")
-    n_layer = int(value(f"{arch}.block_count"))
-    n_embd = int(value(f"{arch}.embedding_length"))
-    n_head = int(value(f"{arch}.attention.head_count"))
-    n_head_kv = int(value(f"{arch}.attention.head_count_kv", n_head))
-    head_dim = int(value(f"{arch}.attention.key_length", n_embd // n_head))
-    bytes_per_value = 2  # f16 K and V, llama.cpp's default cache type
-    return 2 * n_layer * n_ctx * n_head_kv * head_dim * bytes_per_value

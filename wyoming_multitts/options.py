@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, TypeVar
+from typing import Any, Generic, Mapping, TypeVar
 
-from .errors import VoiceError
+from .errors import OptionError
+from .sampling import SamplingConfig
 
 ConfigT = TypeVar("ConfigT")
-
-
-class OptionError(VoiceError, ValueError):
-    """An option in the catalog has an unknown name or a value of the wrong type."""
+SamplingT = TypeVar("SamplingT", SamplingConfig, None)
 
 
 def apply_options(defaults: ConfigT, options: Mapping[str, Any], where: str) -> ConfigT:
@@ -51,3 +49,48 @@ def check_option_names(options: Mapping[str, Any], where: str, *configs: object)
         raise OptionError(
             f"{where}: unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings(Generic[ConfigT, SamplingT]):
+    """What a request runs with: the engine's options and its sampling (None for an engine that
+    samples with settings of its own, like Bark)."""
+
+    options: ConfigT
+    sampling: SamplingT
+
+
+class VoiceOptions(Generic[ConfigT, SamplingT]):
+    """An engine's options and sampling from the model's `options:`, then each voice's: names
+    checked and values converted once per model and once per voice, not on every request."""
+
+    def __init__(
+        self, options: ConfigT, sampling: SamplingT, model_options: Mapping[str, Any], where: str
+    ) -> None:
+        self._configs: tuple[object, ...] = (options,) if sampling is None else (options, sampling)
+        check_option_names(model_options, where, *self._configs)
+        self.model: Settings[ConfigT, SamplingT] = Settings(
+            apply_options(options, model_options, where), _merged(sampling, model_options, where)
+        )
+        """The model's settings (before any voice's options)."""
+        self._voices: dict[str, Settings[ConfigT, SamplingT]] = {}
+
+    def for_voice(
+        self, name: str, voice_options: Mapping[str, Any]
+    ) -> Settings[ConfigT, SamplingT]:
+        """The settings of voice `name` (its options over the model's), checked on first use."""
+        key = f"{name} {sorted(voice_options.items())!r}"  # one entry per voice and options
+        if key not in self._voices:
+            where = f"voice {name}"
+            check_option_names(voice_options, where, *self._configs)
+            model = self.model
+            self._voices[key] = Settings(
+                apply_options(model.options, voice_options, where),
+                _merged(model.sampling, voice_options, where),
+            )
+        return self._voices[key]
+
+
+def _merged(sampling: ConfigT, options: Mapping[str, Any], where: str) -> ConfigT:
+    """`apply_options` for a sampling that may be None (an engine without one)."""
+    return sampling if sampling is None else apply_options(sampling, options, where)

@@ -20,7 +20,8 @@ from typing import AsyncIterator, Awaitable, Callable, TypeVar
 import numpy as np
 
 from . import channel
-from .engines.base import EngineError, VoiceSettings
+from .engines.base import VoiceSettings
+from .errors import EngineError, LoadTimeoutError, VoiceError, WorkerDiedError, code_error
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -33,18 +34,6 @@ PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 _request_ids = itertools.count(1)
 _Reply = TypeVar("_Reply")
-
-
-class WorkerDiedError(EngineError):
-    """The model's worker process ended unexpectedly (crash, abort, kill)."""
-
-    code = "model-crashed"
-
-
-class LoadTimeoutError(EngineError):
-    """Loading took longer than `--load-timeout`; the worker was killed."""
-
-    code = "load-timeout"
 
 
 class _Dead:
@@ -283,21 +272,14 @@ class SpeechStream:
 
     async def drain(self) -> None:
         """Discard audio until the request has stopped inside the worker."""
-        with contextlib.suppress(EngineError):
+        with contextlib.suppress(VoiceError):
             async for _ in self:
                 pass
 
 
-class WorkerFailure(EngineError):
-    """A failure the worker reported; `code` is the one it chose."""
-
-    def __init__(self, message: str, code: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _failure(reply: channel.Failed) -> WorkerFailure:
-    return WorkerFailure(reply.message, reply.code)
+def _failure(reply: channel.Failed) -> VoiceError:
+    """The error the worker reported, as the class of its code."""
+    return code_error(reply.code, reply.message)
 
 
 async def _finish_even_if_cancelled(work: Awaitable[None]) -> None:

@@ -21,7 +21,8 @@ from typing import AsyncIterator
 
 from . import channel
 from .catalog import Catalog, ModelSpec, VoiceSpec
-from .engines.base import EngineError, ReferenceAudio
+from .engines.base import ReferenceAudio
+from .errors import ModelBusyError, ModelTooLargeError
 from .hub import Hub
 from .process import ModelProcess
 
@@ -36,18 +37,6 @@ CGROUP_MEMORY_LIMITS = (
     Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),  # cgroup v1
 )
 """Where a container's memory limit is found ("max", or a huge number, when there is none)."""
-
-
-class ModelTooLargeError(EngineError):
-    """A model does not fit the memory budget even with every other model unloaded."""
-
-    code = "model-too-large"
-
-
-class ModelBusyError(EngineError):
-    """Too many requests already wait for this model (`--max-waiting`)."""
-
-    code = "model-busy"
 
 
 def machine_memory_bytes() -> int:
@@ -108,6 +97,8 @@ class RegistrySettings:
     """Requests that may wait for one model while it serves another."""
     log_level: str = "INFO"
     log_format: str = logging.BASIC_FORMAT
+    stats_file: Path | None = None
+    """`--stats-file`: where workers append each text piece's `PieceStats` as JSON."""
 
 
 class ModelRegistry:
@@ -187,7 +178,12 @@ class ModelRegistry:
         where = f"voice {voice} (model {spec.name})"
         started = time.monotonic()
         load = channel.Load(
-            spec, settings.hub, settings.device_override or spec.device, settings.threads, where
+            spec,
+            settings.hub,
+            settings.device_override or spec.device,
+            settings.threads,
+            where,
+            settings.stats_file,
         )
         worker = None
         try:

@@ -2,7 +2,7 @@
 
 Engines hand us the logits of the candidate tokens only (e.g. Orpheus: the 4096 codes valid at
 this frame position plus the stop tokens), which is both the allowed-token mask and a large
-saving over sampling a 157k vocabulary (perf-anchors.md §6).
+saving over sampling a 157k vocabulary (docs/engines.md, "Sampling only the candidate tokens").
 """
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ import numpy as np
 from . import channel
 from .devices import resolve_device
 from .engines import engine_module, uses_llama_cpp
-from .engines.base import Engine, EngineError
-from .errors import VoiceError
+from .engines.base import Engine
+from .errors import EngineError, InternalError, VoiceError
+from .stats import PieceStats
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -97,6 +98,7 @@ class Worker:
         self._replies = replies
         self._commands = commands
         self._inbox: queue.Queue[object | None] = queue.Queue()
+        self._stats_file: Path | None = None
         self._current = _Current()
 
     def send(self, message: object) -> None:
@@ -130,12 +132,12 @@ class Worker:
         try:
             engine = self._load(load)
         except VoiceError as err:
-            self.send(channel.Failed(None, type(err).__name__, str(err)))
+            self.send(channel.Failed(None, err.code, str(err)))
             return
         except Exception as err:  # a library failed in a way we did not foresee: keep the cause
             _LOGGER.exception("%s: failed to load", load.where)
             message = f"{load.where}: failed to load: {type(err).__name__}: {err}"
-            self.send(channel.Failed(None, "EngineError", message))
+            self.send(channel.Failed(None, InternalError.code, message))
             return
         if engine is None:
             return
@@ -144,6 +146,7 @@ class Worker:
 
     def _load(self, load: channel.Load) -> Engine | None:
         spec = load.model
+        self._stats_file = load.stats_file
         module = engine_module(spec.engine)
         paths = fetch_files(load, module.FILES)
         self.send(channel.Estimated(module.estimate_bytes(spec, paths, load.where)))
@@ -156,34 +159,39 @@ class Worker:
         )
         return engine
 
+    def _engine_audio(
+        self, engine: Engine, speak: channel.Speak, cancel: threading.Event
+    ) -> Iterator[np.ndarray]:
+        """Every audio piece of every text piece, stopping at `cancel`; each piece's figures
+        go to the log and to `--stats-file`."""
+        for piece in speak.pieces:
+            stats = PieceStats(speak.voice.name)
+            yield from engine.synthesize(piece, speak.voice, cancel, stats)
+            if cancel.is_set():
+                return
+            _LOGGER.info("%s", stats.log_line())
+            if self._stats_file is not None:
+                with self._stats_file.open("a", encoding="utf-8") as out:
+                    out.write(stats.to_json() + "\n")
+
     def _speak(self, engine: Engine, speak: channel.Speak) -> None:
         cancel = self._current.cancel
         voice = speak.voice
         try:
-            for audio in _engine_audio(engine, speak, cancel):
+            for audio in self._engine_audio(engine, speak, cancel):
                 self._current.wait_for_room(audio.size, speak.max_ahead_samples)
                 if cancel.is_set():
                     break
                 self.send(channel.Audio(speak.request_id, audio))
             reply: object = channel.Finished(speak.request_id, cancel.is_set(), gpu_bytes())
         except VoiceError as err:
-            reply = channel.Failed(speak.request_id, type(err).__name__, str(err))
+            reply = channel.Failed(speak.request_id, err.code, str(err))
         except Exception as err:  # a bug or a library failure: tell the client, keep the model
             _LOGGER.exception("voice %s: synthesis failed", voice.name)
             message = f"voice {voice.name}: internal error: {type(err).__name__}: {err}"
-            reply = channel.Failed(speak.request_id, "internal-error", message)
+            reply = channel.Failed(speak.request_id, InternalError.code, message)
         self._current.end()
         self.send(reply)
-
-
-def _engine_audio(
-    engine: Engine, speak: channel.Speak, cancel: threading.Event
-) -> Iterator[np.ndarray]:
-    """Every audio piece of every text piece, stopping at `cancel`."""
-    for piece in speak.pieces:
-        yield from engine.synthesize(piece, speak.voice, cancel)
-        if cancel.is_set():
-            return
 
 
 def fetch_files(load: channel.Load, roles: Mapping[str, tuple[str, ...] | None]) -> dict[str, Path]:

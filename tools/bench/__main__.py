@@ -134,14 +134,14 @@ def _cores(value: float | None) -> str:
 async def timed_server_request(
     server: BenchServer, ceiling: CeilingProcess, voice: str, mode: str, text: str
 ) -> RequestRecord:
-    """One request on a fresh connection, its stats lines and the disturbance meanwhile."""
+    """One request on a fresh connection, its text pieces' figures and the disturbance meanwhile."""
     ours = [server.pid, ceiling.pid]
     clock = cpu_clock(ours)
     timing = await timed_request(server.port, mode, text, voice)
     others = others_cores(clock, cpu_clock(ours))
     pieces = server.new_stats()
     if not pieces:
-        raise BenchError(f"no stats line for {voice} {mode} in {server.log_path}")
+        raise BenchError(f"no figures for {voice} {mode} in {server.stats_path}")
     return RequestRecord(timing, pieces, others)
 
 

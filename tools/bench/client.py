@@ -1,4 +1,5 @@
-"""Timed Wyoming requests, measured the way wyoming-bench measures them (wyoming.md §10.3).
+"""Timed Wyoming requests, measured the way wyoming-bench measures them (wyoming-bench
+2026.10.0, `wyoming_bench/tts/reporting.py`).
 
 Every request uses a fresh connection. The clock starts just before the first event is written;
 time to first audio (TTFA, wyoming-bench's "TTFT") ends when the first `audio-chunk` arrives and

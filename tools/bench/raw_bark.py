@@ -7,7 +7,7 @@ re-prefilled, `coarse_steps(S)` steps; the fine windows, six codebooks each) and
 preset (its history makes the coarse windows' prompts longer), with an argmax on the device
 instead of the engine's sampling. What is left to the server is its samplers (numpy,
 over 10,001 / 1,024 logits a step, and the Gumbel draws of the fine stage) and Python. Tokens are
-counted as the server's `stats` line counts them: semantic tokens.
+counted as the server's `--stats-file` counts them: semantic tokens.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """llama.cpp's C API straight, for the raw ceiling: load, prefill, greedy decode.
 
-The method of perf-anchors.md (appendix `lmbench.py`): prefill a prompt in batches, then greedy
-steps of a 1-row `llama_batch`, `llama_decode` and `np.argmax` over the logits. Nothing of
+The method: prefill a prompt in batches of BATCH_TOKENS (flash attention off), then greedy steps
+of a 1-row `llama_batch`, `llama_decode` and `np.argmax` over the logits. Nothing of
 `wyoming_multitts.llm` is used, so the figures are a ceiling the server's loop is measured
 against. Models fed with embedding rows instead of tokens (the Qwen3-TTS talker and code
 predictor) use the same calls with `llama_batch.embd` and read the hidden state as well.
@@ -60,7 +60,7 @@ def raw_lm(
         params.n_ubatch = n_batch
         params.n_threads = threads
         params.n_threads_batch = threads
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED  # lmbench.py: --fa 0
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED  # no flash attention
         if rows:
             params.embeddings = True  # the hidden state as well as the logits
             params.pooling_type = llama_cpp.LLAMA_POOLING_TYPE_NONE  # one row per position

@@ -5,7 +5,7 @@ and the code predictor from a fresh cache: 2 rows (talker hidden state, code-0 e
 14 single rows, each followed by its numpy head (the heads are tables, not in the GGUF) and a
 sample. The ceiling does the same work with greedy argmax and fixed random input rows: what is
 left to the server's loop is sampling, the sum of the 16 codebook embeddings and Python.
-Tokens are counted as the server's `stats` line counts them: the 16 codes of a frame.
+Tokens are counted as the server's `--stats-file` counts them: the 16 codes of a frame.
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ import llama_cpp
 import numpy as np
 
 from wyoming_multitts.catalog import ModelSpec
-from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
+from wyoming_multitts.engines.qwen3tts.config import Qwen3Options
+from wyoming_multitts.engines.qwen3tts.convert import convert_once
+from wyoming_multitts.engines.qwen3tts.predictor import PREFILL_ROWS, SINGLE_THREADED_MATMUL
 from wyoming_multitts.options import apply_options
 
 from .machine import cpu_clock, others_cores
 from .raw_llama import RawLm, decode_rows, last_hidden, last_logits, prefill, raw_lm
-
-PREDICTOR_PREFILL_ROWS = 2
-"""The predictor's first input: the talker's hidden state and the embedding of code 0."""
 
 
 @dataclass
@@ -64,9 +63,9 @@ class Qwen3Raw:
         decode_rows(predictor, self.predictor_rows, 0)
         for i, head in enumerate(self.heads):
             state = last_hidden(predictor)  # (Hp,)
-            code = int(np.argmax(np.einsum(qwen3tts.SINGLE_THREADED_MATMUL, head, state[None])[0]))
+            code = int(np.argmax(np.einsum(SINGLE_THREADED_MATMUL, head, state[None])[0]))
             if i + 1 < len(self.heads):
-                decode_rows(predictor, self.code_rows[code][None], PREDICTOR_PREFILL_ROWS + i)
+                decode_rows(predictor, self.code_rows[code][None], PREFILL_ROWS + i)
         return talked - started, time.perf_counter() - talked
 
 
@@ -75,8 +74,8 @@ def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> I
     """The converted talker (context of `n_ctx` rows) and predictor of `model`'s release folder
     `model_dir`, converting it first if the server has not yet."""
     where = f"model {model.name}"
-    options = apply_options(qwen3tts.Qwen3Options(), model.options, where)
-    converted = qwen3tts.convert_once(model_dir, options.matrix_type, where)
+    options = apply_options(Qwen3Options(), model.options, where)
+    converted = convert_once(model_dir, options.matrix_type, where)
     config = converted.config
     with np.load(converted.tables) as npz:
         heads = npz["predictor_heads"].astype(np.float32)  # (G-1, codebook, Hp)
@@ -88,7 +87,7 @@ def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> I
                 converted.code_predictor,
                 config.num_code_groups,
                 threads,
-                n_batch=PREDICTOR_PREFILL_ROWS,
+                n_batch=PREFILL_ROWS,
                 rows=True,
             )
         )
@@ -98,7 +97,7 @@ def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> I
             heads,
             config.codebook_size,
             rng.standard_normal((1, talker.n_embd), dtype=np.float32),
-            rng.standard_normal((PREDICTOR_PREFILL_ROWS, predictor.n_embd), dtype=np.float32),
+            rng.standard_normal((PREFILL_ROWS, predictor.n_embd), dtype=np.float32),
             rng.standard_normal((config.codebook_size, predictor.n_embd), dtype=np.float32),
         )
 

@@ -138,7 +138,7 @@ def _raw_split(runs: list[dict[str, Any]], raw: dict[str, Any]) -> dict[str, flo
 
 @dataclass(frozen=True)
 class RequestRecord:
-    """One timed request, the engine's stats lines for its text pieces, and the disturbance."""
+    """One timed request, the engine's figures for its text pieces, and the disturbance."""
 
     timing: RequestTiming
     pieces: list[PieceStats]

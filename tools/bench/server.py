@@ -1,4 +1,5 @@
-"""The server under test: `python -m wyoming_multitts` on a free port, and what its log says."""
+"""The server under test: `python -m wyoming_multitts` on a free port, its log and the figures
+it writes to `--stats-file`."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
+
+from wyoming_multitts import stats
 
 from .models import BenchError
 
@@ -23,18 +26,13 @@ POLL_INTERVAL = 0.1
 LOG_TAIL_CHARS = 3000
 """How much of the server log an error message quotes."""
 
-STATS_LINE = re.compile(
-    r"stats voice=(?P<voice>\S+) prompt_tokens=(?P<prompt_tokens>\d+) tokens=(?P<tokens>\d+) "
-    r"frames=(?P<frames>\d+) prefill_s=(?P<prefill_s>[\d.]+) decode_s=(?P<decode_s>[\d.]+) "
-    r"codec_s=(?P<codec_s>[\d.]+)(?: cached_tokens=(?P<cached_tokens>\d+))?"
-)
-"""The INFO line every engine logs once per text piece (`engines.base.log_piece_stats`)."""
-SPLIT_LINE = re.compile(r"split voice=(?P<voice>\S+) (?P<fields>.*)")
-"""The INFO line an engine of several stages logs after a piece's stats line, e.g. Qwen3-TTS:
-`split voice=… talker_s=… predictor_s=… codec_s=… end=eos`."""
-SPLIT_FIELD = re.compile(r"(?P<stage>\w+)_s=(?P<seconds>[\d.]+)")
 LOAD_LINE = re.compile(r"Loaded model (?P<model>\S+) \(.*?\) on \S+ in (?P<seconds>[\d.]+) s")
 """The INFO line `registry.py` logs when a model has loaded."""
+
+
+ENGINE_STAGES = ("prefill", "decode", "codec")
+"""Stages every engine times; an engine that also times stages of its own (Qwen3-TTS `talker`,
+`predictor`; Bark `semantic`, `coarse`, `fine`) has a split."""
 
 
 @dataclass(frozen=True)
@@ -51,24 +49,27 @@ class PieceStats:
     cached_tokens: int = 0
     """Tokens the KV cache already held before the prompt (OuteTTS's speaker profile)."""
     split_s: dict[str, float] = field(default_factory=dict)
-    """Seconds per stage (`talker`, `predictor`, `codec`, …) from the engine's `split` line."""
+    """Seconds per stage (`talker`, `predictor`, `codec`, …) of an engine of several stages."""
 
     @classmethod
-    def parse(cls, line: str) -> "PieceStats | None":
-        """The figures of a `stats` log line; None for any other line."""
-        match = STATS_LINE.search(line)
-        if match is None:
-            return None
-        values = match.groupdict()
+    def of(cls, piece: stats.PieceStats) -> "PieceStats":
+        """The benchmark's view of what a worker wrote to `--stats-file`."""
+        seconds = piece.seconds
+        has_split = any(stage not in ENGINE_STAGES for stage in seconds)
         return cls(
-            voice=values["voice"],
-            prompt_tokens=int(values["prompt_tokens"]),
-            tokens=int(values["tokens"]),
-            frames=int(values["frames"]),
-            prefill_s=float(values["prefill_s"]),
-            decode_s=float(values["decode_s"]),
-            codec_s=float(values["codec_s"]),
-            cached_tokens=int(values["cached_tokens"] or 0),
+            voice=piece.voice,
+            prompt_tokens=piece.prompt_tokens,
+            tokens=piece.tokens,
+            frames=piece.frames,
+            prefill_s=seconds.get("prefill", 0.0),
+            decode_s=seconds.get("decode", 0.0),
+            codec_s=seconds.get("codec", 0.0),
+            cached_tokens=piece.cached_tokens,
+            split_s=(
+                {k: v for k, v in seconds.items() if k not in ("prefill", "decode")}
+                if has_split
+                else {}
+            ),
         )
 
 
@@ -85,7 +86,9 @@ class BenchServer:
     def __init__(self, catalog: Path, server_args: Sequence[str], log_path: Path) -> None:
         self.port = free_port()
         self.log_path = log_path
-        self._log_offset = 0
+        self.stats_path = log_path.with_suffix(".stats.jsonl")
+        self.stats_path.write_bytes(b"")
+        self._stats_offset = 0
         self.killed = False
         """Whether `stop` had to SIGKILL it."""
         with log_path.open("wb") as log:
@@ -98,6 +101,8 @@ class BenchServer:
                     str(catalog),
                     "--uri",
                     f"tcp://{HOST}:{self.port}",
+                    "--stats-file",
+                    str(self.stats_path),
                     *server_args,
                 ],
                 stdout=log,
@@ -140,33 +145,21 @@ class BenchServer:
         """The end of the server log, for error messages."""
         return self.log_text()[-LOG_TAIL_CHARS:]
 
-    def new_log_lines(self) -> list[str]:
-        """Complete log lines written since the last call."""
-        with self.log_path.open("rb") as log:
-            log.seek(self._log_offset)
-            data = log.read()
-        complete = data[: data.rfind(b"\n") + 1]
-        self._log_offset += len(complete)
-        return complete.decode("utf-8", errors="replace").splitlines()
-
     def new_stats(self) -> list[PieceStats]:
-        """The `stats` lines logged since the last call, each with its `split` line if any.
+        """The figures of the text pieces spoken since the last call, in order.
 
-        The engine logs a piece's line before the handler sends that piece's `audio-stop`, so
-        once a request's last event has arrived, all of its lines are in the log.
+        A worker writes a piece's line before the handler sends that piece's `audio-stop`, so
+        once a request's last event has arrived, all of its lines are in the file.
         """
-        pieces: list[PieceStats] = []
-        for line in self.new_log_lines():
-            stats = PieceStats.parse(line)
-            split = SPLIT_LINE.search(line)
-            if stats is not None:
-                pieces.append(stats)
-            elif split is not None and pieces and pieces[-1].voice == split["voice"]:
-                seconds = {
-                    f["stage"]: float(f["seconds"]) for f in SPLIT_FIELD.finditer(split["fields"])
-                }
-                pieces[-1] = replace(pieces[-1], split_s=seconds)
-        return pieces
+        with self.stats_path.open("rb") as lines:
+            lines.seek(self._stats_offset)
+            data = lines.read()
+        complete = data[: data.rfind(b"\n") + 1]
+        self._stats_offset += len(complete)
+        return [
+            PieceStats.of(stats.PieceStats.from_json(line))
+            for line in complete.decode("utf-8").splitlines()
+        ]
 
     def load_seconds(self, model: str) -> float | None:
         """Load time of `model` from the log (None if it did not log one)."""

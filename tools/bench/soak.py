@@ -179,7 +179,8 @@ MONITOR_INTERVAL = 0.5
 PROGRESS_INTERVAL = 10.0
 """Seconds between progress lines on stderr."""
 DESCRIBE_LIMIT = 1.0
-"""Home Assistant waits 1 s for `info` (wyoming.md §3.4): a describe this slow fails the soak."""
+"""Home Assistant waits 1 s for `info` (`load_wyoming_info(..., timeout=1)` in
+`homeassistant/components/wyoming/data.py`): a describe this slow fails the soak."""
 DESCRIBE_TIMEOUT = 5.0
 """Seconds a describe may take before it counts as unanswered."""
 MIB = 1024**2

@@ -4,7 +4,7 @@ buffers included), a WordPiece vocab.txt, and the v2 presets (`speaker_embedding
 one `.npy` per preset array).
 
 Stages keep the real vocabulary sizes and block size (Bark's token ids are hard-wired:
-shared/specs/engines-qwen3-bark.md B7); the tiny model shrinks layers, heads, width and the
+docs/engines.md, "Bark: tiny test model"); the tiny model shrinks layers, heads, width and the
 codec's channels. Its catalog entry caps the semantic stage at TINY_SEMANTIC_TOKENS, so a test
 request takes a fraction of a second.
 """

@@ -8,10 +8,9 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-_LOGGER = logging.getLogger(__name__)
+from wyoming_multitts.formats import PARTIAL_SUFFIX
 
-PARTIAL_SUFFIX = ".partial"
-"""Suffix of the temporary name a file or folder is built under before it is renamed."""
+_LOGGER = logging.getLogger(__name__)
 
 CatalogEntries = tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]
 """`(models, voices)`: the `models:` and `voices:` entries of `voices.yaml` for what was written,

@@ -1,15 +1,14 @@
 """Random-weight GGUF language models in llama.cpp's layout, and their quantization.
 
 Generic over the decoder-only architectures our engines run through llama.cpp: `llama`
-(Orpheus), `qwen2` (OuteTTS) and `qwen3` (Qwen3-TTS). A shape (`LmShape`) and a vocabulary
-(`Vocab`) go in, a GGUF that `llama_cpp.Llama` loads comes out. Tensors are streamed to disk
+(Orpheus), `qwen2` (OuteTTS) and `qwen3` (Qwen3-TTS). A shape (`formats.gguf.LmShape`, which
+also names the tensors) and a vocabulary (`Vocab`) go in, a GGUF that `llama_cpp.Llama` loads
+comes out. Tensors are streamed to disk
 in chunks cut from one pool of random values, so a full-size 7.5 GB F16 model needs only a few
 MB of memory. Weights are normal(0, 0.02), norms are ones, biases zeros: enough for llama.cpp to
 produce finite logits, and for speed and file size (after `quantize_gguf`) to match the real
 model, since neither depends on the values.
 
-Tensor names and shapes follow llama.cpp's loaders (`src/models/llama.cpp`, `qwen2.cpp`,
-`qwen3.cpp`, vendored in llama-cpp-python 0.3.36).
 """
 
 from __future__ import annotations
@@ -26,12 +25,11 @@ from typing import BinaryIO
 import gguf
 import numpy as np
 
+from wyoming_multitts.formats.gguf import LmShape, add_llama_hparams, lm_tensor_shapes
+
 from .files import atomic_path
 
 _LOGGER = logging.getLogger(__name__)
-
-ARCHITECTURES = ("llama", "qwen2", "qwen3")
-"""`general.architecture` values this writer knows the tensor layout of."""
 
 WEIGHT_STD = 0.02
 """Standard deviation of the random weight matrices (the usual init; keeps logits finite)."""
@@ -64,65 +62,7 @@ GPT2_BASIC_MERGES = (("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("e", "
 
 
 # ----------------------------------------------------------------------------------------------
-# Shapes and vocabularies
-
-
-@dataclass(frozen=True)
-class LmShape:
-    """The hyper-parameters of a decoder-only transformer, as llama.cpp reads them from GGUF."""
-
-    arch: str
-    """`general.architecture`: one of `ARCHITECTURES`."""
-    n_vocab: int
-    """Rows of the embedding and output matrices (must equal the vocabulary's length)."""
-    n_embd: int
-    """Hidden size."""
-    n_layer: int
-    """Number of transformer blocks."""
-    n_head: int
-    """Query heads."""
-    n_head_kv: int
-    """Key/value heads (grouped-query attention when smaller than `n_head`)."""
-    head_dim: int
-    """Size of one head; may differ from n_embd / n_head (Qwen3-TTS: 1024 / 16 heads of 128)."""
-    n_ff: int
-    """Hidden size of the gated feed-forward network."""
-    rope_base: float
-    """RoPE theta."""
-    rms_eps: float
-    """Epsilon of the RMS norms."""
-    tied_embeddings: bool = False
-    """True: no `output.weight`, llama.cpp reuses `token_embd.weight` as the output head."""
-    qkv_bias: bool = False
-    """Biases on the q/k/v projections (Qwen2)."""
-    qk_norm: bool = False
-    """RMS norms on queries and keys per head (Qwen3; required there, unknown elsewhere)."""
-    rope_freqs: bool = False
-    """Write `rope_freqs.weight` (Llama 3's long-context RoPE factors; written as ones)."""
-    n_ctx_train: int = 4096
-    """`context_length`: the training context, an upper bound for n_ctx."""
-
-    def __post_init__(self) -> None:
-        problems = []
-        if self.arch not in ARCHITECTURES:
-            problems.append(f"arch {self.arch!r} is not one of {', '.join(ARCHITECTURES)}")
-        sizes = ("n_vocab", "n_embd", "n_layer", "n_head", "n_head_kv", "head_dim", "n_ff")
-        problems += [f"{name} must be positive" for name in sizes if getattr(self, name) <= 0]
-        if self.n_head_kv > 0 and self.n_head % self.n_head_kv:
-            problems.append(f"n_head {self.n_head} is not a multiple of n_head_kv {self.n_head_kv}")
-        if self.head_dim % 2:
-            problems.append(f"head_dim {self.head_dim} must be even (RoPE rotates pairs)")
-        if self.qk_norm != (self.arch == "qwen3"):
-            problems.append("qk_norm is required for qwen3 and not loaded for other archs")
-        if self.arch == "qwen2" and self.n_head * self.head_dim != self.n_embd:
-            problems.append("qwen2 needs n_head * head_dim == n_embd (llama.cpp assumes it)")
-        if problems:
-            raise ValueError(f"invalid LmShape: {'; '.join(problems)}")
-
-    @property
-    def n_params(self) -> int:
-        """Number of parameters, counting a tied embedding once."""
-        return sum(int(np.prod(tensor.shape)) for tensor in _tensor_plan(self))
+# Vocabularies
 
 
 @dataclass(frozen=True)
@@ -226,41 +166,16 @@ class _Tensor:
 
 def _tensor_plan(shape: LmShape) -> list[_Tensor]:
     """Every tensor llama.cpp loads for `shape`, in the order the converter writes them."""
-    embd, head_dim = shape.n_embd, shape.head_dim
-    q_dim, kv_dim = shape.n_head * head_dim, shape.n_head_kv * head_dim
-    plan = [_Tensor("token_embd.weight", (shape.n_vocab, embd), "random")]
-    for i in range(shape.n_layer):
-        blk = f"blk.{i}."
-        plan += [
-            _Tensor(blk + "attn_norm.weight", (embd,), "ones"),
-            _Tensor(blk + "attn_q.weight", (q_dim, embd), "random"),
-            _Tensor(blk + "attn_k.weight", (kv_dim, embd), "random"),
-            _Tensor(blk + "attn_v.weight", (kv_dim, embd), "random"),
-        ]
-        if shape.qkv_bias:
-            plan += [
-                _Tensor(blk + "attn_q.bias", (q_dim,), "zeros"),
-                _Tensor(blk + "attn_k.bias", (kv_dim,), "zeros"),
-                _Tensor(blk + "attn_v.bias", (kv_dim,), "zeros"),
-            ]
-        if shape.qk_norm:
-            plan += [
-                _Tensor(blk + "attn_q_norm.weight", (head_dim,), "ones"),
-                _Tensor(blk + "attn_k_norm.weight", (head_dim,), "ones"),
-            ]
-        plan += [
-            _Tensor(blk + "attn_output.weight", (embd, q_dim), "random"),
-            _Tensor(blk + "ffn_norm.weight", (embd,), "ones"),
-            _Tensor(blk + "ffn_gate.weight", (shape.n_ff, embd), "random"),
-            _Tensor(blk + "ffn_up.weight", (shape.n_ff, embd), "random"),
-            _Tensor(blk + "ffn_down.weight", (embd, shape.n_ff), "random"),
-        ]
-    plan.append(_Tensor("output_norm.weight", (embd,), "ones"))
-    if not shape.tied_embeddings:
-        plan.append(_Tensor("output.weight", (shape.n_vocab, embd), "random"))
-    if shape.rope_freqs:
-        plan.append(_Tensor("rope_freqs.weight", (head_dim // 2,), "ones"))
-    return plan
+    return [_Tensor(name, dims, _fill(name)) for name, dims in lm_tensor_shapes(shape).items()]
+
+
+def _fill(name: str) -> str:
+    """Biases zeros, norms and RoPE factors ones, every other tensor (a matrix) random."""
+    if name.endswith(".bias"):
+        return "zeros"
+    if name.endswith("norm.weight") or name == "rope_freqs.weight":
+        return "ones"
+    return "random"
 
 
 def toy_size(shape: LmShape) -> LmShape:
@@ -338,7 +253,7 @@ def write_lm_gguf(
 
     # header, metadata and tensor table through gguf-py
     writer = gguf.GGUFWriter(path, shape.arch)
-    _add_hparams(writer, shape, name or path.stem, file_type)
+    add_llama_hparams(writer, shape, name or path.stem, file_type)
     _add_vocab(writer, vocab)
     for tensor in plan:
         dtype = np.dtype(weight_dtype if tensor.fill == "random" else np.float32)
@@ -377,26 +292,6 @@ def write_lm_gguf(
         time.monotonic() - start,
     )
     return size
-
-
-def _add_hparams(
-    writer: gguf.GGUFWriter, shape: LmShape, name: str, file_type: gguf.LlamaFileType
-) -> None:
-    writer.add_name(name)
-    writer.add_file_type(file_type)
-    writer.add_vocab_size(shape.n_vocab)
-    writer.add_context_length(shape.n_ctx_train)
-    writer.add_embedding_length(shape.n_embd)
-    writer.add_block_count(shape.n_layer)
-    writer.add_feed_forward_length(shape.n_ff)
-    writer.add_head_count(shape.n_head)
-    writer.add_head_count_kv(shape.n_head_kv)
-    # llama.cpp defaults the head size to n_embd / n_head; say it explicitly for every arch
-    writer.add_key_length(shape.head_dim)
-    writer.add_value_length(shape.head_dim)
-    writer.add_rope_dimension_count(shape.head_dim)
-    writer.add_rope_freq_base(shape.rope_base)
-    writer.add_layer_norm_rms_eps(shape.rms_eps)
 
 
 def _add_vocab(writer: gguf.GGUFWriter, vocab: Vocab) -> None:
@@ -456,7 +351,7 @@ def quantize_gguf(src: Path, dst: Path, ftype_name: str, threads: int) -> int:
     """Quantize the GGUF `src` into `dst` with llama.cpp (`q4_k_m` or `q8_0`); return dst's size.
 
     Needs llama-cpp-python. Takes minutes for a 3B model: Orpheus-3B F16 to Q4_K_M took
-    163-236 s on 2 cores (docs: perf-anchors §2). Tensors whose rows do not fit the k-quant
+    163-236 s on 2 cores (measured). Tensors whose rows do not fit the k-quant
     block size fall back to other types, as with llama.cpp's `llama-quantize`.
     """
     import llama_cpp  # pylint: disable=import-outside-toplevel  # only this step needs it

@@ -4,7 +4,7 @@ The vocabulary has the real size (156 940) and every special token at its real i
 built from ids, stop tokens and the audio-code arithmetic (`<custom_token_N>` = 128256 + N,
 codes from 128266 on) behave exactly as with `canopylabs/orpheus-3b-0.1-ft`. Plain text maps
 to byte tokens instead of the real BPE ids; nothing in the engine depends on those.
-Layout and ids: docs engines-outetts-orpheus.md §5.3-5.6.
+Layout and ids: docs/engines.md, "Orpheus: token layout" and "SNAC 24 kHz: config and decoder".
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wyoming_multitts.formats.gguf import LmShape
+
 from .files import CatalogEntries, atomic_path, write_once
-from .gguf_lm import LmShape, Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
+from .gguf_lm import Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -93,7 +95,8 @@ ORPHEUS_3B_SHAPE = LmShape(
     rope_freqs=True,
     n_ctx_train=131_072,
 )
-"""Orpheus-3B-0.1-ft (a Llama-3.2-3B-Instruct finetune); docs perf-anchors §2."""
+"""Orpheus-3B-0.1-ft (a Llama-3.2-3B-Instruct finetune); docs/engines.md,
+"Orpheus: model shape"."""
 
 ORPHEUS_TINY_SHAPE = toy_size(ORPHEUS_3B_SHAPE)
 """The same graph at toy size: every tensor kind of the 3B model, 20 M params (mostly the
@@ -112,7 +115,8 @@ SNAC_24KHZ_CONFIG: dict[str, Any] = {
     "noise": True,
     "depthwise": True,
 }
-"""`hubertsiuzdak/snac_24khz/config.json` (19.8 M params; hop 512 samples); docs §5.6."""
+"""`hubertsiuzdak/snac_24khz/config.json` (19.8 M params; hop 512 samples); docs/engines.md,
+"SNAC 24 kHz: config and decoder"."""
 
 SNAC_TINY_CONFIG: dict[str, Any] = {
     **SNAC_24KHZ_CONFIG,

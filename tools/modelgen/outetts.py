@@ -2,8 +2,8 @@
 
 The vocabulary has the real size (157 696) and every OuteTTS token by name as a CONTROL token:
 Qwen2.5's specials at their real ids, then the TTS tokens. For 0.2 the ids are the real ones
-(`<|im_start|>` 151644, `<|code_end|>` 151670, `<|0|>` 151672, `<|t_0.00|>` 155772; docs
-engines-outetts-orpheus.md §1.3). The 0.3 order is not published: ours is plausible and on
+(`<|im_start|>` 151644, `<|code_end|>` 151670, `<|0|>` 151672, `<|t_0.00|>` 155772;
+docs/engines.md, "OuteTTS: token ids"). The 0.3 order is not published: ours is plausible and on
 purpose different (durations before codes), so nothing can depend on 0.2's ids. Plain text maps
 to byte tokens, `"\\n"` included, instead of the real BPE ids; the engine reads every id it needs
 from the vocabulary. The vocoder is the WavTokenizer GGUF of `modelgen.wavtokenizer`.
@@ -17,9 +17,10 @@ from pathlib import Path
 
 from wyoming_multitts.engines.outetts.prompt import PUNCTUATION_TOKENS
 from wyoming_multitts.engines.outetts.speakers import SPEAKERS_DIR
+from wyoming_multitts.formats.gguf import LmShape
 
 from .files import CatalogEntries, atomic_path
-from .gguf_lm import LmShape, Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
+from .gguf_lm import Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
 from .wavtokenizer import write_full_wavtokenizer, write_tiny_wavtokenizer
 
 _LOGGER = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ _LOGGER = logging.getLogger(__name__)
 
 OUTETTS_N_VOCAB = 157_696
 """OuteTTS-0.2-500M `config.json` `vocab_size` (0.3-500M has the same Qwen2.5-0.5B base);
-docs perf-anchors §3. Ids past the last OuteTTS token are filler."""
+docs/engines.md, "OuteTTS: model shape". Ids past the last OuteTTS token are filler."""
 
 # fmt: off
 QWEN2_SPECIAL_TOKENS = (
@@ -52,8 +53,9 @@ N_CODE_TOKENS = 4100
 """`<|0|>`..`<|4099|>` (outetts maps range(4100); codes past 4095 are never valid)."""
 
 N_DURATION_TOKENS = 1001
-"""`<|t_0.00|>`..`<|t_10.00|>` in 0.01 s steps. The real count is unverified (docs §1.3); it
-only has to cover the durations of speaker profiles (under 2 s in the built-in ones)."""
+"""`<|t_0.00|>`..`<|t_10.00|>` in 0.01 s steps. The real count is unverified (docs/engines.md,
+"OuteTTS: token ids"); it only has to cover the durations of speaker profiles (under 2 s in the
+built-in ones)."""
 
 BOS_ID = QWEN2_FIRST_SPECIAL_ID
 """`<|endoftext|>`, as llama.cpp's converter writes Qwen2's BOS (never added: add_bos false)."""
@@ -140,7 +142,8 @@ OUTETTS_500M_SHAPE = LmShape(
     qkv_bias=True,
     n_ctx_train=32_768,
 )
-"""OuteTTS-0.2/0.3-500M (Qwen2.5-0.5B body, tied head): 0.499 B params; docs perf-anchors §3."""
+"""OuteTTS-0.2/0.3-500M (Qwen2.5-0.5B body, tied head): 0.499 B params; docs/engines.md,
+"OuteTTS: model shape"."""
 
 OUTETTS_TINY_SHAPE = toy_size(OUTETTS_500M_SHAPE)
 """The same graph at toy size: 10 M params (almost all the tied 157 696-row embedding), 20 MB."""

@@ -41,13 +41,15 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from wyoming_multitts.audio import write_wav
+from wyoming_multitts.formats.safetensors import SAFETENSORS_DTYPES
 
 from .files import CatalogEntries, atomic_path, write_once
 
 _LOGGER = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------------------------------
-# Real ids and names (Qwen3-TTS-12Hz-*-CustomVoice config.json; docs engines-qwen3-bark.md A1)
+# Real ids and names (Qwen3-TTS-12Hz-*-CustomVoice config.json; docs/engines.md,
+# "Qwen3-TTS: releases, speakers and languages")
 
 REAL_CODEBOOK_SIZE = 2048
 """Codebook size of the released models; codec special ids are stored below as offsets from it."""
@@ -151,7 +153,8 @@ GENERATION_CONFIG = {
     "subtalker_top_k": 50,
     "max_new_tokens": 8192,
 }
-"""generation_config.json of every released repo (docs A5)."""
+"""generation_config.json of every released repo (docs/engines.md, "Qwen3-TTS: sampling and
+stopping")."""
 
 TRANSFORMERS_VERSION = "4.57.3"
 """What qwen-tts 0.1.1 pins; written into the configs as `save_pretrained` would."""
@@ -300,7 +303,7 @@ FULL_TOKENIZER_DECODER: dict[str, Any] = {
     "upsampling_ratios": [2, 2],
     "vector_quantization_hidden_dimension": 512,
 }
-"""Qwen3-TTS-Tokenizer-12Hz decoder_config (docs A2)."""
+"""Qwen3-TTS-Tokenizer-12Hz decoder_config (docs/engines.md, "Qwen3-TTS: config values")."""
 
 FULL_SPEAKER_ENCODER: dict[str, Any] = {
     "mel_dim": 128,
@@ -330,8 +333,8 @@ FULL_0B6_SHAPE = Qwen3TTSShape(
     tokenizer_encoder=FULL_TOKENIZER_ENCODER,
     tokenizer_decoder=FULL_TOKENIZER_DECODER,
 )
-"""Qwen3-TTS-12Hz-0.6B-CustomVoice (docs A2): 0.9 B params in model.safetensors (1.8 GB bf16),
-170 M in the speech tokenizer (682 MB fp32)."""
+"""Qwen3-TTS-12Hz-0.6B-CustomVoice (docs/engines.md, "Qwen3-TTS: config values"): 0.9 B params
+in model.safetensors (1.8 GB bf16), 170 M in the speech tokenizer (682 MB fp32)."""
 
 TINY_TOKENIZER_ENCODER: dict[str, Any] = {
     **FULL_TOKENIZER_ENCODER,
@@ -728,9 +731,6 @@ def _snake(name: str, dim: int) -> list[_Tensor]:
 # ----------------------------------------------------------------------------------------------
 # safetensors, streamed
 
-SAFETENSORS_DTYPES = {"BF16": 2, "F32": 4}
-"""Storage types we write, with their size in bytes."""
-
 CHUNK_VALUES = 1 << 22
 """Values generated and written at a time (16 MB of float32)."""
 
@@ -743,7 +743,7 @@ def write_safetensors(path: Path, plan: list[_Tensor], dtype: str, seed: int) ->
     by name as `safetensors.torch.save_file` does. Each tensor's values come from its own
     generator (seeded by `seed` and its name), so they do not depend on the other tensors.
     """
-    itemsize = SAFETENSORS_DTYPES[dtype]
+    itemsize = np.dtype(SAFETENSORS_DTYPES[dtype]).itemsize
     ordered = sorted(plan, key=lambda tensor: tensor.name)
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     offset = 0
@@ -793,10 +793,11 @@ def _values(tensor: _Tensor, seed: int) -> Iterator[np.ndarray]:
 
 
 def _write_as(out: BinaryIO, values: np.ndarray, dtype: str) -> None:
-    if dtype == "F32":
-        values.astype("<f4").tofile(out)
-    else:
+    """float32 `values` stored as `dtype`, little-endian."""
+    if dtype == "BF16":
         to_bfloat16(values).tofile(out)
+    else:
+        values.astype(np.dtype(SAFETENSORS_DTYPES[dtype]).newbyteorder("<")).tofile(out)
 
 
 def to_bfloat16(values: np.ndarray) -> np.ndarray:

@@ -4,9 +4,10 @@ Architecture `wavtokenizer-dec`: codebook → Conv1d k7 → PosNet (resnet, resn
 resnet, resnet, GroupNorm) → LayerNorm → ConvNeXt blocks → LayerNorm → a linear head giving one
 spectrum frame (641 log-magnitudes + 641 phases) per code. Tensor names, shapes and metadata
 follow llama.cpp's converter and loader (`conversion/wavtokenizer.py`,
-`src/models/wavtokenizer-dec.cpp`, vendored in llama-cpp-python 0.3.36); docs
-engines-outetts-orpheus.md §2.4 and §2.6. Matrices are F16 like the published
-`WavTokenizer-Large-75-F16.gguf`; norms, biases and layer scales F32, as the converter keeps them.
+`src/models/wavtokenizer-dec.cpp`, vendored in llama-cpp-python 0.3.36); docs/engines.md,
+"WavTokenizer: GGUF layout" and "WavTokenizer: tiny GGUF and llama.cpp accuracy". Matrices are
+F16 like the published `WavTokenizer-Large-75-F16.gguf`; norms, biases and layer scales F32, as
+the converter keeps them.
 
 Weights are scaled so that every layer sees roughly unit-variance input, norms and biases are
 random too (a layout mistake changes the output, so the numeric oracle catches it), and the
@@ -25,9 +26,10 @@ from pathlib import Path
 import gguf
 import numpy as np
 
-from wyoming_multitts.gguf_writer import GgufTensor, write_gguf
+from wyoming_multitts.formats import PARTIAL_SUFFIX
+from wyoming_multitts.formats.gguf import GgufTensor, write_gguf
 
-from .files import PARTIAL_SUFFIX, write_once
+from .files import write_once
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -130,7 +132,7 @@ FULL_WAVTOKENIZER = WavTokenizerShape(
     n_embd_out=1282,
 )
 """WavTokenizer-large-speech-75token (`novateur/...`, OuteTTS 0.2/0.3): about 65 M params,
-130 MB at F16 (docs §2.1)."""
+130 MB at F16 (docs/engines.md, "WavTokenizer: decoder architecture")."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -149,7 +151,8 @@ class _Tensor:
 
 
 def _tensor_plan(shape: WavTokenizerShape) -> list[_Tensor]:
-    """Every tensor llama.cpp loads for `shape`, in the converter's order (docs §2.4 table)."""
+    """Every tensor llama.cpp loads for `shape`, in the converter's order (docs/engines.md,
+    "WavTokenizer: GGUF layout")."""
     channels, features, k = shape.n_embd, shape.n_features, CONV_KERNEL
     # posnet norms and biases, conv biases: [channels, 1] for ggml's broadcast over time
     column = (channels, 1)
@@ -245,7 +248,8 @@ def write_wavtokenizer(path: Path, shape: WavTokenizerShape, seed: int) -> None:
     weight_dtype, file_type = _NUMPY_TYPES[shape.weight_type]
     plan = _tensor_plan(shape)
 
-    # metadata (docs §2.4 "GGUF KV") through gguf-py, then the tensors in plan order
+    # metadata (docs/engines.md, "WavTokenizer: GGUF layout") through gguf-py, then the tensors
+    # in plan order
     def metadata(writer: gguf.GGUFWriter) -> None:
         writer.add_name(Path(path.name.removesuffix(PARTIAL_SUFFIX)).stem)
         writer.add_file_type(file_type)

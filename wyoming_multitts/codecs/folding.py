@@ -2,7 +2,7 @@
 
 `torch.nn.utils.parametrizations.weight_norm` recomputes g * v / |v| on every forward call; for
 inference the product never changes, so computing it once is the same output for less work
-(SNAC: 1.5x faster decoding on CPU, perf-anchors.md §5).
+(SNAC: 1.5x faster decoding on CPU; docs/engines.md, "Weight-norm folding").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Qwen3-TTS 12 Hz speech-tokenizer decoder ("code2wav"): 16 codes per 80 ms frame → 24 kHz audio.
 
 Our own compact torch copy of `Qwen3TTSTokenizerV2Decoder` (qwen-tts 0.1.1,
-`qwen_tts/core/tokenizer_12hz/modeling_qwen3_tts_tokenizer_v2.py`; docs engines-qwen3-bark.md §A3),
+`qwen_tts/core/tokenizer_12hz/modeling_qwen3_tts_tokenizer_v2.py`),
 without transformers: split RVQ lookup → causal conv → sliding-window transformer → 2× (causal
 transposed conv + ConvNeXt) → causal conv → 4 DAC-style blocks with SnakeBeta → causal conv →
 clamp to [-1, 1]. Module attributes are the checkpoint's names under `decoder.` in
@@ -33,16 +33,18 @@ from typing import Any, Callable, Protocol, cast
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors import safe_open
 from torch import nn
 
 from ..errors import VoiceError
+from ..formats.safetensors import load_module_tensors
 from .windowed import WindowedDecoder
 
 _LOGGER = logging.getLogger(__name__)
 
 CODEC_FILES = ("config.json", "model.safetensors")
 """What a speech-tokenizer folder (`speech_tokenizer/` of every Qwen3-TTS repo) must hold."""
+SPEECH_TOKENIZER = "Qwen3-TTS speech tokenizer"
+"""What errors start with when the caller names no model."""
 DECODER_PREFIX = "decoder."
 """Checkpoint key prefix of the decoder (the encoder's keys, `encoder.*`, are not read)."""
 ENCODE_ONLY_KEYS = ("quantizer.rvq_first.input_proj.weight", "quantizer.rvq_rest.input_proj.weight")
@@ -116,7 +118,8 @@ class Qwen3CodecConfig:
 QWEN3_12HZ_DECODER = Qwen3CodecConfig(
     hidden_size=512, intermediate_size=1024, head_dim=64, latent_dim=1024, codebook_dim=512
 )
-"""The released checkpoints' decoder_config (Qwen/Qwen3-TTS-Tokenizer-12Hz; docs §A2)."""
+"""The released checkpoints' decoder_config (`speech_tokenizer/config.json` of
+Qwen/Qwen3-TTS-Tokenizer-12Hz and of every Qwen3-TTS-12Hz repo)."""
 
 
 def receptive_field(config: Qwen3CodecConfig) -> tuple[int, int]:
@@ -551,9 +554,9 @@ class Qwen3Codec12Hz(nn.Module):
         (a voice clone's reference): their audio is never decoded or emitted."""
         left = self.receptive_frames if left is None else left
         window = _StreamWindow(self, codes_of, start)
-        decoder = WindowedDecoder(window, self.samples_per_frame, left, 0, first_chunk, max_chunk)
-        decoder.emitted = start
-        return decoder
+        return WindowedDecoder(
+            window, self.samples_per_frame, left, 0, first_chunk, max_chunk, start=start
+        )
 
 
 class _StreamWindow:
@@ -583,57 +586,42 @@ class _StreamWindow:
 # ---- loading ----------------------------------------------------------------------------------
 
 
-def load_qwen3_codec(folder: Path, device: torch.device) -> Qwen3Codec12Hz:
+def load_qwen3_codec(
+    folder: Path, device: torch.device, where: str = SPEECH_TOKENIZER
+) -> Qwen3Codec12Hz:
     """The decoder of a speech-tokenizer folder (config.json + model.safetensors) on `device`.
 
     Reads only the tensors under `decoder.`; every one of the decoder's tensors must be there and
     nothing else may be (except ENCODE_ONLY_KEYS), so a file of another layout fails here, naming
-    the file and the keys, instead of decoding noise.
+    the file and the keys, instead of decoding noise. Errors start with `where` (the model).
     """
     config_path = folder / "config.json"
     weights_path = folder / "model.safetensors"
     for path in (config_path, weights_path):
         if not path.is_file():
-            raise VoiceError(f"Qwen3-TTS speech tokenizer: {path} is missing")
+            raise VoiceError(f"{where}: {path} is missing")
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
         decoder_config = Qwen3CodecConfig.from_dict(config["decoder_config"], str(config_path))
     except (ValueError, KeyError, TypeError) as err:
-        raise VoiceError(f"{config_path}: not a Qwen3-TTS 12 Hz tokenizer config ({err})") from err
+        raise VoiceError(
+            f"{where}: {config_path}: not a Qwen3-TTS 12 Hz tokenizer config ({err})"
+        ) from err
 
     codec = Qwen3Codec12Hz(decoder_config, int(config.get("output_sample_rate", 24_000)))
     declared = config.get("decode_upsample_rate", codec.samples_per_frame)
     if declared != codec.samples_per_frame:
         raise VoiceError(
-            f"{config_path}: decode_upsample_rate {declared} is not the decoder's "
+            f"{where}: {config_path}: decode_upsample_rate {declared} is not the decoder's "
             f"{codec.samples_per_frame} samples per frame"
         )
-
-    state: dict[str, torch.Tensor] = {}
-    with safe_open(str(weights_path), framework="pt", device="cpu") as weights:
-        for key in weights.keys():
-            name = key[len(DECODER_PREFIX) :]
-            if key.startswith(DECODER_PREFIX) and name not in ENCODE_ONLY_KEYS:
-                state[name] = weights.get_tensor(key)
-    expected = codec.state_dict().keys()
-    missing = sorted(DECODER_PREFIX + key for key in expected - state.keys())
-    unexpected = sorted(DECODER_PREFIX + key for key in state.keys() - expected)
-    if missing or unexpected:
-        raise VoiceError(
-            f"{weights_path}: not the Qwen3-TTS 12 Hz decoder described by its config.json: "
-            f"missing {_some(missing)}, unexpected {_some(unexpected)}"
-        )
-    try:
-        codec.load_state_dict(state, strict=True)
-    except RuntimeError as err:  # a shape mismatch; torch names the tensor
-        raise VoiceError(f"{weights_path}: {err}") from err
-    _LOGGER.debug("loaded %d decoder tensors from %s", len(state), weights_path)
+    count = load_module_tensors(
+        codec,
+        [weights_path],
+        DECODER_PREFIX,
+        "Qwen3-TTS 12 Hz decoder",
+        where,
+        unused=lambda key: key in ENCODE_ONLY_KEYS,
+    )
+    _LOGGER.debug("loaded %d decoder tensors from %s", count, weights_path)
     return codec.to(device).eval()
-
-
-def _some(keys: list[str], shown: int = 5) -> str:
-    """At most `shown` keys, then how many more."""
-    if not keys:
-        return "none"
-    more = f" and {len(keys) - shown} more" if len(keys) > shown else ""
-    return ", ".join(keys[:shown]) + more

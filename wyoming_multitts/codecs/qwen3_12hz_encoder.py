@@ -2,10 +2,10 @@
 
 Base models clone a voice "in context" (ICL) from reference audio turned into codes with this
 encoder. Our own compact torch copy of transformers 4.57.3 `MimiModel.encode` as qwen-tts 0.1.1
-calls it (`Qwen3TTSTokenizerV2Model.encode`; docs engines-qwen3-bark.md §A2), without
-transformers: SEANet convolutions (960× down, 25 Hz) → causal transformer → strided conv (2×
-down, 12.5 Hz) → split RVQ: the semantic quantizer and the acoustic residual quantizers each
-encode the same latent, every step picking the nearest codeword. Only the first
+calls it (`Qwen3TTSTokenizerV2Model.encode`), without transformers: SEANet convolutions (960×
+down, 25 Hz) → causal transformer → strided conv (2× down, 12.5 Hz) → split RVQ: the semantic
+quantizer and the acoustic residual quantizers each encode the same latent, every step picking
+the nearest codeword. Only the first
 `encoder_valid_num_quantizers` (16) of the 32 codes are kept, so only those codebooks are loaded
 and searched (residual quantization is sequential: the first 15 acoustic codes do not depend on
 the later ones). Module attributes are the checkpoint's names under `encoder.` in
@@ -33,17 +33,11 @@ from typing import Any, cast
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors import SafetensorError, safe_open
 from torch import nn
 
-from ..engines.base import EngineError
-from .qwen3_12hz import (
-    CODEBOOK_EPSILON,
-    TransformerLayer,
-    _some,
-    rope_and_mask,
-    rope_inv_freq,
-)
+from ..errors import EngineError
+from ..formats.safetensors import load_module_tensors
+from .qwen3_12hz import CODEBOOK_EPSILON, TransformerLayer, rope_and_mask, rope_inv_freq
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -393,25 +387,14 @@ def load_speech_encoder(folder: Path, device: torch.device, where: str) -> Qwen3
             f"not the encoder's ({ENCODER_SAMPLE_RATE}, {encoder.samples_per_frame})"
         )
 
-    expected = encoder.state_dict().keys()
-    state: dict[str, torch.Tensor] = {}
-    try:
-        with safe_open(str(weights_path), framework="pt", device="cpu") as weights:
-            for key in weights.keys():
-                name = key[len(ENCODER_PREFIX) :]
-                if key.startswith(ENCODER_PREFIX) and name in expected:
-                    state[name] = weights.get_tensor(key)
-    except (SafetensorError, OSError) as err:
-        raise EngineError(f"{where}: cannot read {weights_path} ({err})") from err
-    missing = sorted(ENCODER_PREFIX + key for key in expected - state.keys())
-    if missing:
-        raise EngineError(
-            f"{where}: {weights_path} lacks Qwen3-TTS 12 Hz encoder tensors its config.json "
-            f"describes: {_some(missing)}"
-        )
-    try:
-        encoder.load_state_dict(state, strict=True)
-    except RuntimeError as err:  # a shape mismatch; torch names the tensor
-        raise EngineError(f"{where}: {weights_path}: {err}") from err
-    _LOGGER.debug("loaded %d encoder tensors from %s", len(state), weights_path)
+    used = set(encoder.state_dict())
+    count = load_module_tensors(
+        encoder,
+        [weights_path],
+        ENCODER_PREFIX,
+        "Qwen3-TTS 12 Hz encoder",
+        where,
+        unused=lambda key: key not in used,  # output_projs, codebooks past the kept codes
+    )
+    _LOGGER.debug("loaded %d encoder tensors from %s", count, weights_path)
     return encoder.to(device).eval()

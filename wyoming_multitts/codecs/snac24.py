@@ -2,7 +2,8 @@
 
 Three changes to the stock model, none to its maths:
 - weights load with `torch.load(weights_only=True)` (no arbitrary pickle code);
-- weight norm is folded into the convolutions once (perf-anchors.md §5: 1.5x faster, same output);
+- weight norm is folded into the convolutions once (1.5x faster, same output; docs/engines.md,
+  "Weight-norm folding");
 - the decoder's noise blocks draw their noise from (seed, block, absolute frame) instead of
   `torch.randn`, so a window decodes exactly the samples a whole-utterance decode would and the
   same seed gives the same audio. With `noise=False` they add nothing.

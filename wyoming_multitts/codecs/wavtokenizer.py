@@ -4,7 +4,7 @@ llama.cpp runs the network (`wavtokenizer-dec` GGUF, loaded as an encoder throug
 returns one spectrum frame per code; `istft` turns the frames into 24 kHz audio the way
 WavTokenizer's `ISTFTHead` (padding "same") does. This is torch's maths, not llama.cpp's tts.cpp
 port: tts.cpp's naive inverse DFT divides by 641 and skips the Hermitian doubling of the interior
-bins (docs engines-outetts-orpheus.md §2.3), numpy's `irfft` does it right.
+bins (docs/engines.md, "WavTokenizer: llama.cpp's tts.cpp ISTFT"), numpy's `irfft` does it right.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from pathlib import Path
 import numpy as np
 
 from ..devices import Device
-from ..llm import LlamaError, LlamaModel
+from ..errors import LlamaError
+from ..llm import LlamaModel
 
 _LOGGER = logging.getLogger(__name__)
 
 # WavTokenizer-large-speech-75token, ISTFTHead(dim=768, n_fft=1280, hop_length=320,
-# padding="same") (outetts/wav_tokenizer/model.py, WavDecoder._create_config; docs §2.1)
+# padding="same") (outetts 0.3.3 wav_tokenizer/model.py, WavDecoder._create_config;
+# docs/engines.md, "WavTokenizer: decoder architecture")
 N_FFT = 1280
 """Samples per inverse-FFT frame, also the window length."""
 HOP = 320

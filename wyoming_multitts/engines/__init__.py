@@ -10,7 +10,8 @@ import importlib
 import importlib.util
 from typing import cast
 
-from .base import EngineError, EngineModule
+from ..errors import EngineError
+from .base import EngineModule
 
 ENGINE_MODULES = {
     "bark": "wyoming_multitts.engines.bark",

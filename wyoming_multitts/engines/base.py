@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +11,7 @@ import numpy as np
 
 from ..catalog import ModelSpec
 from ..devices import Device
-from ..errors import VoiceError
+from ..stats import PieceStats
 
 
 @dataclass(frozen=True)
@@ -50,11 +49,16 @@ class Engine(Protocol):
     """Longest text piece `synthesize` takes; the handler cuts longer text into pieces."""
 
     def synthesize(
-        self, text: str, voice: VoiceSettings, cancel: threading.Event
+        self,
+        text: str,
+        voice: VoiceSettings,
+        cancel: threading.Event,
+        stats: PieceStats | None = None,
     ) -> Iterator[np.ndarray]:
         """Float32 mono audio pieces, in order, each as soon as it is final.
 
         Checks `cancel` at least once per generated token or frame and stops early when set.
+        Fills `stats` (tokens, frames, seconds per stage) as it goes, if given.
         """
 
     def close(self) -> None:
@@ -80,33 +84,14 @@ class EngineModule(Protocol):
         """
 
 
-class EngineError(VoiceError):
-    """An engine failed in a way the user can act on; the message names the voice or file."""
+MIN_SPEECH_SECONDS = 2.0
+"""Speech a text piece may always take: room for a short word with pauses."""
+MAX_SPEECH_SECONDS_PER_CHAR = 0.15
+"""Speech a text piece may take per character: a generous upper bound (people speak ~15
+characters a second), so a model that never says its end token stops in bounded time."""
 
 
-def log_piece_stats(
-    logger: logging.Logger,
-    voice: str,
-    prompt_tokens: int,
-    tokens: int,
-    frames: int,
-    prefill_seconds: float,
-    decode_seconds: float,
-    codec_seconds: float,
-    cached_tokens: int = 0,
-) -> None:
-    """One INFO line per spoken text piece, the same for every engine: script/benchmark reads
-    these figures from the server log (decode time excludes the codec's). `prompt_tokens` were
-    evaluated after `cached_tokens` already in the KV cache (OuteTTS's speaker profile)."""
-    logger.info(
-        "stats voice=%s prompt_tokens=%d tokens=%d frames=%d prefill_s=%.3f decode_s=%.3f "
-        "codec_s=%.3f cached_tokens=%d",
-        voice,
-        prompt_tokens,
-        tokens,
-        frames,
-        prefill_seconds,
-        decode_seconds,
-        codec_seconds,
-        cached_tokens,
-    )
+def speech_budget(text: str, steps_per_second: float) -> int:
+    """Most generation steps (tokens, frames) a text piece may take, at `steps_per_second` of
+    audio: bounds the work of one piece when a model rambles or never ends."""
+    return round(steps_per_second * (MIN_SPEECH_SECONDS + MAX_SPEECH_SECONDS_PER_CHAR * len(text)))

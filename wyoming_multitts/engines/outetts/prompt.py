@@ -5,7 +5,7 @@ model, `token_id(text) -> int | None` (the id of a special token, None when the 
 single token for it) and `tokenize(text) -> list[int]` (plain text, special tokens not parsed),
 and gets token-id lists back. Words come from `text.spoken_words`.
 
-The two prompt dialects (docs engines-outetts-orpheus.md §1.4; outetts 0.2.3
+The two prompt dialects (docs/engines.md, "OuteTTS: prompt formats"; outetts 0.2.3
 `version/v1/prompt_processor.py` and 0.3.3 `version/v2/prompt_processor.py`, Apache-2.0):
 
     0.2  <|im_start|>\\n<|text_start|>the<|text_sep|>cat<|text_end|>\\n<|audio_start|>\\n
@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ...errors import VoiceError
+from ...errors import VocabularyError
 from ...sampling import SamplingConfig
 from ...text import SpokenWord
 from .speakers import N_CODES, SpeakerProfile, speaker_words
@@ -86,11 +86,8 @@ DEFAULT_SAMPLING = {
 }
 """Sampling of outetts ≤0.3 with its GGUF backend: temperature 0.1 and repetition penalty 1.1
 set by the package, top-k/top-p/min-p and the 64-token penalty window from llama-cpp-python's
-`Llama.generate` defaults (docs §1.6). The seed is the engine's to set."""
-
-
-class VocabularyError(VoiceError):
-    """The model's vocabulary lacks an OuteTTS token or has them out of order."""
+`Llama.generate` defaults (docs/engines.md, "OuteTTS: sampling defaults"). The seed is the
+engine's to set."""
 
 
 # ----------------------------------------------------------------------------------------------

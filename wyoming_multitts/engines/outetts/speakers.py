@@ -15,26 +15,24 @@ from pathlib import Path
 from typing import Any
 
 from ...catalog import DATA_DIR
-from ...errors import VoiceError
+from ...errors import SpeakerError
 from ...text import SpokenWord, spoken_words
 
 N_CODES = 4096
 """WavTokenizer-Large-75's codebook: codes 0..4095. The vocabulary has `<|0|>`..`<|4099|>`; the
-last four are never valid codes (outetts maps range(4100); docs §1.3)."""
+last four are never valid codes (outetts maps range(4100); docs/engines.md,
+"OuteTTS: token ids")."""
 
 MAX_WORD_SECONDS = 10.0
 """Longest word duration a speaker profile may give: `<|t_10.00|>`, the last duration token we
-assume the vocabulary has (the real count is unverified, docs §1.3; profiles stay under 2 s)."""
+assume the vocabulary has (the real count is unverified: docs/engines.md, "OuteTTS: token ids";
+profiles stay under 2 s)."""
 
 SPEAKERS_DIR = DATA_DIR / "outetts"
 """Built-in speaker profiles, `v0.2/NAME.json` and `v0.3/NAME.json` (see its NOTICE.md)."""
 
 _SPEAKER_NAME_RE = re.compile(r"[a-z]{2}_[a-z]+_[0-9]+")
 """What a built-in speaker name looks like (`en_male_1`); anything else is taken as a path."""
-
-
-class SpeakerError(VoiceError):
-    """A speaker profile is missing or malformed; the message names the file and the problem."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Qwen3-TTS: the checkpoint converted once to GGUF (`convert.py`), its runtime settings
+"""Qwen3-TTS: the checkpoint converted once to GGUF (`convert.py`, reading the release's tensors
+with `checkpoint.py` and writing `gguf_files.py` and `tables.py`), its runtime settings
 (`config.py`), prompts (`prompt.py`), voice cloning (`clone.py`, `speaker_encoder.py`) and the
 generation loop (`engine.py`)."""
 

@@ -3,10 +3,10 @@
 Our own compact torch copy of qwen-tts 0.1.1's `Qwen3TTSSpeakerEncoder` (ECAPA-TDNN, "ECAPA-TDNN:
 Emphasized Channel Attention, Propagation and Aggregation in TDNN Based Speaker Verification",
 arXiv 2005.07143) and of its `mel_spectrogram` front-end
-(`qwen_tts/core/models/modeling_qwen3_tts.py`; docs engines-qwen3-bark.md A2), without
-transformers or librosa: the slaney mel filterbank is computed here in numpy, as
-`librosa.filters.mel` does. The x-vector goes into the speaker slot of the talker's prefill
-(docs A4), where a CustomVoice model puts its speaker's codec embedding.
+(`qwen_tts/core/models/modeling_qwen3_tts.py`), without transformers or librosa: the slaney mel
+filterbank is computed here in numpy, as `librosa.filters.mel` does. The x-vector goes into the
+speaker slot of the talker's prefill (`prompt.py`; qwen-tts `generate_speaker_prompt`), where a
+CustomVoice model puts its speaker's codec embedding.
 
 Module attributes are the checkpoint's names under `speaker_encoder.` in `model.safetensors`,
 so `load_state_dict(strict=True)` needs no rename table.
@@ -25,8 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..base import EngineError
-from .convert import SafetensorsFiles
+from ...errors import EngineError
+from ...formats.safetensors import load_module_tensors, weight_files
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -326,18 +326,8 @@ def load_speaker_encoder(model_dir: Path, device: torch.device, where: str) -> S
             f"{config.sample_rate}"
         )
     encoder = SpeakerEncoder(config)
-    weights = SafetensorsFiles.open(model_dir, where)
-    state = {
-        name[len(SPEAKER_PREFIX) :]: torch.from_numpy(weights.get(name))
-        for name in weights.names
-        if name.startswith(SPEAKER_PREFIX)
-    }
-    try:
-        encoder.load_state_dict(state, strict=True)
-    except RuntimeError as err:  # missing, unexpected or misshapen tensors; torch names them
-        raise EngineError(
-            f"{where}: {model_dir / 'model.safetensors'} does not hold the speaker encoder its "
-            f"config.json describes (tensors under {SPEAKER_PREFIX!r}): {err}"
-        ) from err
-    _LOGGER.debug("%s: loaded %d speaker-encoder tensors", where, len(state))
+    count = load_module_tensors(
+        encoder, weight_files(model_dir, where), SPEAKER_PREFIX, "speaker encoder", where
+    )
+    _LOGGER.debug("%s: loaded %d speaker-encoder tensors", where, count)
     return encoder.to(device).eval()

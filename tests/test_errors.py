@@ -1,0 +1,64 @@
+"""Error codes are part of the protocol: each is unique, documented in docs/errors.md, and survives
+the trip from a worker process to the client as the same class."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from wyoming_multitts.errors import VOICE_ERRORS, EngineError, ModelFileError, code_error
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTED = set(re.findall(r"^\| `([a-z-]+)` \|", (ROOT / "docs" / "errors.md").read_text(), re.M))
+
+
+def request_error_codes() -> set[str]:
+    """The string codes `handler.py` raises `RequestError` with."""
+    tree = ast.parse((ROOT / "wyoming_multitts" / "handler.py").read_text(encoding="utf-8"))
+    return {
+        node.args[1].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) == "RequestError"
+        and len(node.args) == 2
+        and isinstance(node.args[1], ast.Constant)
+    }
+
+
+def test_every_code_is_unique_and_documented() -> None:
+    voice_codes = [kind.code for kind in VOICE_ERRORS]
+    request_codes = request_error_codes()
+    assert len(set(voice_codes)) == len(voice_codes)
+    assert request_codes and not request_codes & set(voice_codes)
+    assert set(voice_codes) | request_codes == DOCUMENTED
+
+
+def test_every_voice_error_class_is_listed() -> None:
+    import wyoming_multitts.errors as errors
+
+    classes = {
+        value
+        for value in vars(errors).values()
+        if isinstance(value, type) and issubclass(value, errors.VoiceError)
+    }
+    assert classes == set(VOICE_ERRORS)
+
+
+@pytest.mark.parametrize("kind", VOICE_ERRORS)
+def test_a_code_comes_back_as_its_class(kind: type) -> None:
+    error = code_error(kind.code, "voice v: what happened")
+    assert (
+        type(error) is kind and error.code == kind.code and str(error) == "voice v: what happened"
+    )
+
+
+def test_an_unknown_code_travels_unchanged() -> None:
+    error = code_error("from-a-newer-worker", "text")
+    assert error.code == "from-a-newer-worker" and not isinstance(error, EngineError)
+
+
+def test_a_class_keeps_its_code_whatever_its_name() -> None:
+    assert ModelFileError.code == "model-file-missing"
