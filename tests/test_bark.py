@@ -75,7 +75,7 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def engine(tiny_dir: Path) -> Iterator[bark.Bark]:
-    loaded = bark.load(spec(), paths(tiny_dir), CPU, 1, "voice tiny-bark")
+    loaded = bark.load(spec(), paths(tiny_dir), CPU, 1)
     yield loaded
     loaded.close()
 
@@ -134,7 +134,7 @@ def test_tokenizer_equals_bert_tokenizer(engine: bark.Bark, oracle: dict[str, np
 
 @pytest.mark.slow
 def test_prompts_equal_suno(engine: bark.Bark, preset_npz: Path, oracle: dict) -> None:
-    preset = bark_presets.load_npz_preset(preset_npz, "voice tiny-bark")
+    preset = bark_presets.load_npz_preset(preset_npz)
     options = bark.BarkOptions()
     assert np.array_equal(
         bark_presets.semantic_input(engine.text_ids(TEXT), preset), oracle["semantic_input"]
@@ -266,7 +266,7 @@ def test_own_npz_preset_is_a_speaker(
 ) -> None:
     with np.load(preset_npz) as npz:
         arrays = {name: npz[name] for name in npz.files}
-    loaded = engine.preset(str(preset_npz), "v")
+    loaded = engine.preset(str(preset_npz))
     assert loaded is not None and np.array_equal(loaded.semantic, arrays["semantic_prompt"])
     own = speak(engine, "Hello there.", voice(str(preset_npz)))
     assert np.array_equal(own, speak(engine, "Hello there.", voice("en_speaker_6")))
@@ -277,11 +277,11 @@ def test_own_npz_preset_is_a_speaker(
         **{k: rng.permutation(v.ravel()).reshape(v.shape) for k, v in arrays.items()},
     )
     in_catalog = dataclasses.replace(spec(), source=tmp_path / "voices.yaml")
-    other_engine = bark.load(in_catalog, paths(tiny_dir), CPU, 1, "voice tiny-bark")
+    other_engine = bark.load(in_catalog, paths(tiny_dir), CPU, 1)
     assert not np.array_equal(own, speak(other_engine, "Hello there.", voice("other.npz")))
 
 
-def test_bad_presets_name_voice_and_file(engine: bark.Bark, tmp_path: Path) -> None:
+def test_bad_presets_name_the_file(engine: bark.Bark, tmp_path: Path) -> None:
     missing_array = tmp_path / "half.npz"
     np.savez(missing_array, semantic_prompt=np.arange(10))
     pickled = tmp_path / "pickled.npz"
@@ -301,7 +301,7 @@ def test_bad_presets_name_voice_and_file(engine: bark.Bark, tmp_path: Path) -> N
     ):
         with pytest.raises(EngineError, match=message) as caught:
             speak(engine, "Hello.", voice(str(path)))
-        assert "voice tiny-bark" in str(caught.value) and str(path) in str(caught.value)
+        assert str(path) in str(caught.value)
 
 
 def test_unknown_speaker_lists_the_languages(engine: bark.Bark) -> None:
@@ -327,12 +327,12 @@ class _Payload:
 def test_weights_that_would_run_code_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "pytorch_model.bin"
     torch.save({"semantic.lm_head.weight": torch.zeros(2), "x": _Payload()}, path)
-    with pytest.raises(EngineError, match=r"voice v: cannot load .*pytorch_model.bin as plain"):
-        bark.load_weights(path, "voice v")
+    with pytest.raises(EngineError, match=r"^cannot load .*pytorch_model.bin as plain"):
+        bark.load_weights(path)
     with open(tmp_path / "plain.pkl", "wb") as out:
         pickle.dump({"x": _Payload()}, out)
     with pytest.raises(EngineError, match="plain.pkl"):
-        bark.load_weights(tmp_path / "plain.pkl", "voice v")
+        bark.load_weights(tmp_path / "plain.pkl")
 
 
 @pytest.mark.parametrize(
@@ -344,7 +344,7 @@ def test_weights_that_would_run_code_are_refused(tmp_path: Path) -> None:
         ("speaker_embeddings_path.json", b"[", "cannot read"),
     ],
 )
-def test_broken_files_name_voice_and_file(
+def test_broken_files_name_the_file(
     tiny_dir: Path, tmp_path: Path, name: str, content: bytes | None, message: str
 ) -> None:
 
@@ -355,9 +355,9 @@ def test_broken_files_name_voice_and_file(
     else:
         (folder / name).write_bytes(content)
     with pytest.raises(EngineError, match=message) as caught:
-        loaded = bark.load(spec(), paths(folder), CPU, 1, "voice tiny-bark")
+        loaded = bark.load(spec(), paths(folder), CPU, 1)
         speak(loaded, "Hello.", voice())
-    assert "voice tiny-bark" in str(caught.value) and name in str(caught.value)
+    assert name in str(caught.value)
 
 
 def test_weights_of_another_shape_are_named(tiny_dir: Path, tmp_path: Path) -> None:
@@ -367,7 +367,7 @@ def test_weights_of_another_shape_are_named(tiny_dir: Path, tmp_path: Path) -> N
     config["coarse_acoustics_config"]["num_layers"] = 3
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(EngineError, match=r"coarse stage's tensors .*missing layers\.2\."):
-        bark.load(spec(), paths(folder), CPU, 1, "voice tiny-bark")
+        bark.load(spec(), paths(folder), CPU, 1)
 
 
 def test_codec_tensors_are_checked(tiny_dir: Path, tmp_path: Path) -> None:
@@ -377,19 +377,19 @@ def test_codec_tensors_are_checked(tiny_dir: Path, tmp_path: Path) -> None:
     del state["codec_model.decoder.layers.1.lstm.weight_hh_l0"]
     torch.save(state, folder / "pytorch_model.bin")
     with pytest.raises(
-        EngineError, match=r"voice tiny-bark: .*lacks .*layers\.1\.lstm\.weight_hh_l0"
+        EngineError, match=r"pytorch_model\.bin: .*lacks .*layers\.1\.lstm\.weight_hh_l0"
     ):
-        bark.load(spec(), paths(folder), CPU, 1, "voice tiny-bark")
+        bark.load(spec(), paths(folder), CPU, 1)
 
 
 def test_htp_is_refused_unless_picked_by_auto(tiny_dir: Path) -> None:
     htp = Device(name="htp:0", llama_device="HTP0", torch_device="cpu")
     with pytest.raises(EngineError, match="cannot use device htp:0; set device: cpu, cuda"):
-        bark.load(spec(), paths(tiny_dir), htp, 1, "voice tiny-bark")
+        bark.load(spec(), paths(tiny_dir), htp, 1)
     automatic = Device(
         name="htp:0", llama_device="HTP0", torch_device="cpu", picked_automatically=True
     )
-    loaded = bark.load(spec(), paths(tiny_dir), automatic, 1, "voice tiny-bark")
+    loaded = bark.load(spec(), paths(tiny_dir), automatic, 1)
     assert loaded.device == torch.device("cpu")
 
 
@@ -399,12 +399,12 @@ def test_bad_options_are_named(engine: bark.Bark, tiny_dir: Path) -> None:
     with pytest.raises(OptionError, match="max_semantic_tokens must be in 1..768"):
         speak(engine, "Hello.", voice(max_semantic_tokens=1000))
     with pytest.raises(OptionError, match="max_coarse_history"):
-        bark.load(spec(max_coarse_history=10), paths(tiny_dir), CPU, 1, "voice tiny-bark")
+        bark.load(spec(max_coarse_history=10), paths(tiny_dir), CPU, 1)
 
 
 def test_estimate_covers_weights_and_caches(tiny_dir: Path) -> None:
     weights = (tiny_dir / "pytorch_model.bin").stat().st_size
-    assert weights < bark.estimate_bytes(spec(), paths(tiny_dir), "v") < 2 * weights
+    assert weights < bark.estimate_bytes(spec(), paths(tiny_dir)) < 2 * weights
 
 
 def test_files_are_the_release_layout(tiny_dir: Path) -> None:

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from wyoming_multitts.errors import VOICE_ERRORS, EngineError, ModelFileError, code_error
+from wyoming_multitts.errors import (
+    VOICE_ERRORS,
+    EngineError,
+    ModelFileError,
+    VoiceError,
+    code_error,
+    context,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTED = set(re.findall(r"^\| `([a-z-]+)` \|", (ROOT / "docs" / "errors.md").read_text(), re.M))
@@ -62,3 +69,35 @@ def test_an_unknown_code_travels_unchanged() -> None:
 
 def test_a_class_keeps_its_code_whatever_its_name() -> None:
     assert ModelFileError.code == "model-file-missing"
+
+
+@pytest.mark.parametrize("kind", VOICE_ERRORS)
+def test_context_prefixes_the_message_and_keeps_the_class(kind: type) -> None:
+    with pytest.raises(kind) as caught:
+        with context("voice tara (model orpheus-3b)"):
+            raise kind("file /m/x.gguf is truncated; download it again")
+    error = caught.value
+    assert type(error) is kind and error.code == kind.code
+    assert (
+        str(error)
+        == "voice tara (model orpheus-3b): file /m/x.gguf is truncated; download it again"
+    )
+    assert type(error.__cause__) is kind and str(error.__cause__).startswith("file /m/x.gguf")
+
+
+def test_context_keeps_a_code_set_on_the_error_and_nests() -> None:
+    with pytest.raises(VoiceError) as caught:
+        with context("voice v"):
+            with context("reference audio"):
+                raise code_error("from-a-newer-worker", "what happened")
+    assert str(caught.value) == "voice v: reference audio: what happened"
+    assert type(caught.value) is VoiceError and caught.value.code == "from-a-newer-worker"
+
+
+def test_context_lets_other_exceptions_and_success_through() -> None:
+    with pytest.raises(KeyError):
+        with context("voice v"):
+            raise KeyError("x")
+    with context("voice v"):
+        value = 1
+    assert value == 1

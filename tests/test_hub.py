@@ -31,26 +31,26 @@ def cached_snapshot(cache: Path, names: tuple[str, ...]) -> Path:
 def test_offline_file_and_folder_come_from_the_cache(tmp_path: Path) -> None:
     snapshot = cached_snapshot(tmp_path, FILES)
     hub = Hub(cache_dir=tmp_path, offline=True)
-    assert hub.fetch_file(FileRef(repo=REPO, file=FILES[1]), "v") == snapshot / FILES[1]
-    assert hub.fetch_folder(FileRef(repo=REPO), FILES, "v") == snapshot
+    assert hub.fetch_file(FileRef(repo=REPO, file=FILES[1])) == snapshot / FILES[1]
+    assert hub.fetch_folder(FileRef(repo=REPO), FILES) == snapshot
 
 
 def test_a_file_missing_from_the_cached_folder_is_named(tmp_path: Path) -> None:
     cached_snapshot(tmp_path, FILES[:1])
     hub = Hub(cache_dir=tmp_path, offline=True)
-    with pytest.raises(ModelFileError, match=r"^voice v: folder .* lacks speaker_embeddings/v2/"):
-        hub.fetch_folder(FileRef(repo=REPO), FILES, "voice v")
+    with pytest.raises(ModelFileError, match=r"^folder .* lacks speaker_embeddings/v2/"):
+        hub.fetch_folder(FileRef(repo=REPO), FILES)
 
 
 def test_an_uncached_folder_offline_says_what_to_do(tmp_path: Path) -> None:
     hub = Hub(cache_dir=tmp_path, offline=True)
     with pytest.raises(ModelFileError, match=r"cannot get example/voices .*--offline is set"):
-        hub.fetch_folder(FileRef(repo=REPO), FILES, "voice v")
+        hub.fetch_folder(FileRef(repo=REPO), FILES)
 
 
 def test_a_local_folder_must_hold_every_file(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text("{}")
     hub = Hub(offline=True)
     with pytest.raises(ModelFileError, match=r"lacks speaker_embeddings.*fix 'path:'"):
-        hub.fetch_folder(FileRef(path=tmp_path), FILES, "voice v")
-    assert hub.fetch_folder(FileRef(path=tmp_path), FILES[:1], "voice v") == tmp_path
+        hub.fetch_folder(FileRef(path=tmp_path), FILES)
+    assert hub.fetch_folder(FileRef(path=tmp_path), FILES[:1]) == tmp_path

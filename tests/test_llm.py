@@ -57,9 +57,7 @@ ROWS = list(range(300, 320))
 
 @pytest.fixture(scope="module")
 def orpheus(tiny_models: Path) -> Iterator[LlamaModel]:
-    model = LlamaModel(
-        tiny_models / "orpheus-tiny.gguf", CPU, n_ctx=N_CTX, threads=THREADS, where="test lm"
-    )
+    model = LlamaModel(tiny_models / "orpheus-tiny.gguf", CPU, n_ctx=N_CTX, threads=THREADS)
     yield model
     model.close()
 
@@ -67,7 +65,7 @@ def orpheus(tiny_models: Path) -> Iterator[LlamaModel]:
 @pytest.fixture(scope="module")
 def vocoder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaModel]:
     path = write_tiny_wavtokenizer(tmp_path_factory.mktemp("vocoder"))
-    model = LlamaModel(path, CPU, n_ctx=8, threads=THREADS, where="test vocoder", embeddings=True)
+    model = LlamaModel(path, CPU, n_ctx=8, threads=THREADS, embeddings=True)
     yield model
     model.close()
 
@@ -180,9 +178,7 @@ def qwen3_tables(qwen3_file: Path) -> dict[str, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def qwen3_tokens(qwen3_file: Path) -> Iterator[LlamaModel]:
-    model = LlamaModel(
-        qwen3_file, CPU, n_ctx=N_CTX, threads=THREADS, where="test qwen3", n_batch=QWEN3_BATCH
-    )
+    model = LlamaModel(qwen3_file, CPU, n_ctx=N_CTX, threads=THREADS, n_batch=QWEN3_BATCH)
     yield model
     model.close()
 
@@ -194,7 +190,6 @@ def qwen3_hidden(qwen3_file: Path) -> Iterator[LlamaModel]:
         CPU,
         n_ctx=N_CTX,
         threads=THREADS,
-        where="test qwen3 hidden",
         n_batch=QWEN3_BATCH,
         hidden_states=True,
     )
@@ -304,7 +299,6 @@ def test_embedding_rows_guards(
             CPU,
             n_ctx=8,
             threads=THREADS,
-            where="test",
             embeddings=True,
             hidden_states=True,
         )

@@ -120,7 +120,7 @@ def engine(tiny_models: Path) -> Iterator[orpheus.Orpheus]:
     catalog = load_catalog(tiny_models / "voices.yaml")
     spec = catalog.models["orpheus-tiny"]
     paths = {"model": tiny_models / "orpheus-tiny.gguf", "codec": tiny_models / "snac-tiny"}
-    loaded = orpheus.load(spec, paths, CPU, threads=2, where="test")
+    loaded = orpheus.load(spec, paths, CPU, threads=2)
     yield loaded
     loaded.close()
 

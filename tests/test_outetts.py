@@ -28,7 +28,7 @@ def load_engine(tiny_models: Path, model: str, **options: object) -> outetts.Out
         "model": tiny_models / f"{model}.gguf",
         "vocoder": tiny_models / "wavtokenizer-tiny.gguf",
     }
-    return outetts.load(spec, paths, CPU, threads=2, where=f"test {model}")
+    return outetts.load(spec, paths, CPU, threads=2)
 
 
 @pytest.fixture(scope="module", params=["outetts-0.3-tiny", "outetts-0.2-tiny"])
@@ -110,7 +110,7 @@ def test_windowed_vocoder_stream_is_close_to_one_whole_decode(tiny_models: Path)
     signal; measured on random weights: 21 dB (tiny), 23 dB (full-size shape)."""
     codes = np.random.default_rng(3).integers(0, 4096, size=600)
     vocoder = WavTokenizerVocoder(
-        tiny_models / "wavtokenizer-tiny.gguf", CPU, max_codes=600, threads=2, where="test"
+        tiny_models / "wavtokenizer-tiny.gguf", CPU, max_codes=600, threads=2
     )
     try:
         whole = vocoder.decode(codes)

@@ -59,7 +59,7 @@ def tiny_spec(snapshot: Path, **options: object) -> ModelSpec:
 
 def load_engine(snapshot: Path, **options: object) -> qwen3tts.Qwen3TTS:
     paths = {"model": snapshot}
-    return qwen3tts.load(tiny_spec(snapshot, **options), paths, CPU, THREADS, "test qwen3tts")
+    return qwen3tts.load(tiny_spec(snapshot, **options), paths, CPU, THREADS)
 
 
 @contextlib.contextmanager
@@ -115,7 +115,7 @@ def oracle(snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 def test_prefill_rows_equal_qwen_tts(
     engine: qwen3tts.Qwen3TTS, oracle: dict[str, np.ndarray]
 ) -> None:
-    prompt = engine.prompt(TEXT, voice(), engine._options, "test")
+    prompt = engine.prompt(TEXT, voice(), engine._options)
     expected = oracle["prefill_embeddings"]  # (P, H)
     assert prompt.rows.shape == expected.shape
     error = np.abs(prompt.rows - expected).max()
@@ -169,9 +169,9 @@ def test_streaming_text_mode_moves_the_text_to_the_steps(engine: qwen3tts.Qwen3T
     generation steps."""
     config = engine.config
     codec = engine._codec_table
-    whole = engine.prompt(TEXT, voice(), engine._options, "test")
-    options = qwen3tts.apply_options(engine._options, {"streaming_text": True}, "test")
-    streamed = engine.prompt(TEXT, voice(), options, "test")
+    whole = engine.prompt(TEXT, voice(), engine._options)
+    options = qwen3tts.apply_options(engine._options, {"streaming_text": True})
+    streamed = engine.prompt(TEXT, voice(), options)
     n = whole.text_tokens
     tags = len(whole.rows) - n - 2  # role + codec tag rows, shared by both modes
     text_rows = whole.rows[tags : tags + n] - codec[config.codec_pad_id]  # (n, H)
@@ -187,9 +187,9 @@ def test_streaming_text_mode_moves_the_text_to_the_steps(engine: qwen3tts.Qwen3T
 
 
 def test_instruct_rows_come_first(engine: qwen3tts.Qwen3TTS) -> None:
-    plain = engine.prompt(TEXT, voice(), engine._options, "test")
-    options = qwen3tts.apply_options(engine._options, {"instruct": "Speak slowly."}, "test")
-    instructed = engine.prompt(TEXT, voice(), options, "test")
+    plain = engine.prompt(TEXT, voice(), engine._options)
+    options = qwen3tts.apply_options(engine._options, {"instruct": "Speak slowly."})
+    instructed = engine.prompt(TEXT, voice(), options)
     extra = len(instructed.rows) - len(plain.rows)
     instruct_ids = engine._tokenizer.tokenize(
         "<|im_start|>user\nSpeak slowly.<|im_end|>\n", special=True
@@ -296,7 +296,7 @@ def test_runaway_is_bounded_by_the_text_length(engine: qwen3tts.Qwen3TTS) -> Non
     speak(engine, "Hi.", voice(**GREEDY))
     assert len(engine.last_codes) == qwen3tts.MIN_FRAMES
     text = "Hello there, how are you?"
-    tokens = engine.prompt(text, voice(), engine._options, "test").text_tokens
+    tokens = engine.prompt(text, voice(), engine._options).text_tokens
     assert qwen3tts.MIN_FRAMES < tokens * qwen3tts.FRAMES_PER_TEXT_TOKEN < 200  # max_frames
     speak(engine, text, voice(**GREEDY))
     assert len(engine.last_codes) == tokens * qwen3tts.FRAMES_PER_TEXT_TOKEN
@@ -347,7 +347,7 @@ def test_files_are_the_release_folder(snapshot: Path) -> None:
 
 def test_estimate_covers_the_files(snapshot: Path) -> None:
     spec = tiny_spec(snapshot)
-    estimate = qwen3tts.estimate_bytes(spec, {"model": snapshot}, "test")
+    estimate = qwen3tts.estimate_bytes(spec, {"model": snapshot})
     files = sum((snapshot / name).stat().st_size for name in qwen3tts.FILES["model"] or ())
     assert estimate > (snapshot / "model.safetensors").stat().st_size * 2
     assert estimate > files - (snapshot / "model.safetensors").stat().st_size

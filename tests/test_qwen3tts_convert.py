@@ -66,13 +66,13 @@ def snapshot(tiny_dir: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def weights(snapshot: Path) -> SafetensorsFiles:
-    return SafetensorsFiles.open(snapshot, "test")
+    return SafetensorsFiles.open(snapshot)
 
 
 @pytest.fixture(scope="module")
 def converted(snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> ConvertedQwen3TTS:
     """The tiny snapshot converted with F32 matrices (exact, for numeric comparisons)."""
-    return convert(snapshot, tmp_path_factory.mktemp("converted-f32"), "test", matrix_type="f32")
+    return convert(snapshot, tmp_path_factory.mktemp("converted-f32"), matrix_type="f32")
 
 
 @pytest.fixture(scope="module")
@@ -84,17 +84,16 @@ def tables(converted: ConvertedQwen3TTS) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def converted_q8(snapshot: Path, tmp_path_factory: pytest.TempPathFactory) -> ConvertedQwen3TTS:
     """The tiny snapshot converted with Q8_0 matrices."""
-    return convert(snapshot, tmp_path_factory.mktemp("converted-q8_0"), "test", matrix_type="q8_0")
+    return convert(snapshot, tmp_path_factory.mktemp("converted-q8_0"), matrix_type="q8_0")
 
 
 def open_stack(path: Path) -> LlamaModel:
     """A talker or predictor GGUF on the CPU, fed with rows and returning hidden states."""
     return LlamaModel(
         path,
-        resolve_device("cpu", "test"),
+        resolve_device("cpu"),
         n_ctx=64,
         threads=THREADS,
-        where="test",
         hidden_states=True,
     )
 
@@ -322,7 +321,7 @@ def test_text_tokenizer_gguf(text_tokenizer: Any, converted: ConvertedQwen3TTS) 
 def test_f16_conversion_keeps_predictor_ffn_down_f32(
     snapshot: Path, tmp_path: Path, tables: dict[str, np.ndarray]
 ) -> None:
-    result = convert(snapshot, tmp_path, "test")
+    result = convert(snapshot, tmp_path)
     types = tensor_types(result.code_predictor)
     assert types["blk.0.ffn_down.weight"] == "F32" and types["blk.0.ffn_up.weight"] == "F16"
     assert types["blk.0.attn_norm.weight"] == "F32"
@@ -351,7 +350,7 @@ def test_q8_0_conversion_quantizes_the_matrices(
     assert talker == {name: "F32" if "norm" in name else "Q8_0" for name in talker}
     assert tensor_types(converted_q8.code_predictor) == predictor_types(converted_q8, "F16")
     q8_0 = gguf.LlamaFileType.MOSTLY_Q8_0
-    assert read_gguf_metadata(converted_q8.talker, "test")["general.file_type"] == q8_0
+    assert read_gguf_metadata(converted_q8.talker)["general.file_type"] == q8_0
     with np.load(converted_q8.tables) as npz:
         assert npz["text_embeddings"].dtype == np.float16
         assert npz["predictor_heads"].dtype == np.float32
@@ -383,7 +382,7 @@ def test_q8_0_quantizes_a_predictor_of_whole_blocks(tmp_path: Path) -> None:
     wide = dataclasses.replace(tiny.predictor, hidden=32, intermediate=64, head_dim=16)
     source = tmp_path / "snapshot"
     qwen3tts.write_qwen3tts(source, dataclasses.replace(tiny, predictor=wide), qwen3tts.TINY_SEED)
-    result = convert(source, tmp_path / "out", "test", matrix_type="q8_0")
+    result = convert(source, tmp_path / "out", matrix_type="q8_0")
     assert tensor_types(result.code_predictor) == predictor_types(result, "Q8_0")
     rows = np.random.default_rng(0).standard_normal((3, 32)).astype(np.float32)
     predictor = open_stack(result.code_predictor)
@@ -391,7 +390,7 @@ def test_q8_0_quantizes_a_predictor_of_whole_blocks(tmp_path: Path) -> None:
         _, hidden = predictor.decode_embeddings(rows)
     finally:
         predictor.close()
-    expected = qwen3_hidden(rows, SafetensorsFiles.open(source, "test"), PREDICTOR_PREFIX)[-1]
+    expected = qwen3_hidden(rows, SafetensorsFiles.open(source), PREDICTOR_PREFIX)[-1]
     _close(hidden, expected, Q8_HIDDEN_TOLERANCE)
 
 
@@ -399,20 +398,20 @@ def test_second_convert_reuses_and_changes_rebuild(snapshot: Path, tmp_path: Pat
     source = tmp_path / "snapshot"
     shutil.copytree(snapshot, source)
     out = tmp_path / "out"
-    assert not convert(source, out, "test").reused
+    assert not convert(source, out).reused
     stamps = {path.name: path.stat().st_mtime_ns for path in out.iterdir()}
-    assert convert(source, out, "test").reused
+    assert convert(source, out).reused
     assert {path.name: path.stat().st_mtime_ns for path in out.iterdir()} == stamps
-    assert not convert(source, out, "test", matrix_type="f32").reused
+    assert not convert(source, out, matrix_type="f32").reused
     generation = json.loads((source / "generation_config.json").read_text())
     generation["temperature"] = 0.7
     (source / "generation_config.json").write_text(json.dumps(generation))
-    result = convert(source, out, "test", matrix_type="f32")
+    result = convert(source, out, matrix_type="f32")
     assert not result.reused and result.config.generation["temperature"] == 0.7
-    result = convert(source, out, "test", matrix_type="q8_0")
+    result = convert(source, out, matrix_type="q8_0")
     assert not result.reused and tensor_types(result.talker)["output.weight"] == "Q8_0"
-    assert convert(source, out, "test", matrix_type="q8_0").reused
-    result = convert(source, out, "test")
+    assert convert(source, out, matrix_type="q8_0").reused
+    result = convert(source, out)
     assert not result.reused and tensor_types(result.talker)["output.weight"] == "F16"
     assert not [path for path in out.iterdir() if path.name.endswith(".partial")]
 
@@ -427,7 +426,7 @@ def test_missing_tensor_is_named(snapshot: Path, tmp_path: Path) -> None:
     ]
     qwen3tts.write_safetensors(source / "model.safetensors", plan, "BF16", 1)
     with pytest.raises(ConvertError, match=r"talker.code_predictor.lm_head.2.weight.*download"):
-        convert(source, tmp_path / "out", "model tiny")
+        convert(source, tmp_path / "out")
     assert not (tmp_path / "out" / "qwen3tts.json").exists()
 
 
@@ -448,7 +447,7 @@ def test_config_errors_name_the_key(
     edit(config)
     (source / "config.json").write_text(json.dumps(config))
     with pytest.raises(ConvertError, match=message):
-        convert(source, tmp_path / "out", "model tiny")
+        convert(source, tmp_path / "out")
 
 
 def test_truncated_weights_are_reported(snapshot: Path, tmp_path: Path) -> None:
@@ -457,7 +456,7 @@ def test_truncated_weights_are_reported(snapshot: Path, tmp_path: Path) -> None:
     path = source / "model.safetensors"
     os.truncate(path, path.stat().st_size // 2)
     with pytest.raises(ConvertError, match=r"model.safetensors is truncated"):
-        convert(source, tmp_path / "out", "model tiny")
+        convert(source, tmp_path / "out")
 
 
 def test_layer_tensor_map_covers_every_layer_tensor(weights: SafetensorsFiles) -> None:

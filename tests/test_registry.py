@@ -183,22 +183,22 @@ def test_device_names() -> None:
     assert parse_device_name("HTP") == ("htp", 0)
     with pytest.raises(DeviceError, match="unknown device"):
         parse_device_name("tpu")
-    assert resolve_device("cpu", "v") == CPU
-    assert resolve_device("auto", "v") == CPU  # this machine has no GPU backend
+    assert resolve_device("cpu") == CPU
+    assert resolve_device("auto") == CPU  # this machine has no GPU backend
 
 
 def test_torch_only_engines_take_the_device_torch_has() -> None:
     """Bark runs wholly in torch: its device is checked against torch, not llama.cpp's build."""
-    assert resolve_device("auto", "v", uses_llama=False) == CPU  # this torch is a CPU build
-    cuda = resolve_device("cuda:1", "v", uses_llama=False)
+    assert resolve_device("auto", uses_llama=False) == CPU  # this torch is a CPU build
+    cuda = resolve_device("cuda:1", uses_llama=False)
     assert (cuda.name, cuda.llama_device, cuda.torch_device) == ("cuda:1", None, "cuda:1")
     with pytest.raises(DeviceError, match="this torch is a CPU build"):
-        torch_device_for(cuda, "v")
-    htp = resolve_device("htp", "v", uses_llama=False)  # the engine refuses it by name
+        torch_device_for(cuda)
+    htp = resolve_device("htp", uses_llama=False)  # the engine refuses it by name
     assert (htp.name, htp.torch_device, htp.picked_automatically) == ("htp:0", "cpu", False)
 
 
 @pytest.mark.parametrize("name", ["cuda", "vulkan:0", "metal", "htp"])
 def test_a_device_the_build_lacks_is_an_error_naming_what_it_has(name: str) -> None:
-    with pytest.raises(DeviceError, match=r"^v: device .* this llama-cpp-python build has"):
-        resolve_device(name, "v")
+    with pytest.raises(DeviceError, match=r"^device .* this llama-cpp-python build has"):
+        resolve_device(name)

@@ -63,9 +63,7 @@ def vocoder_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def vocoder(vocoder_path: Path) -> Iterator[WavTokenizerVocoder]:
-    model = WavTokenizerVocoder(
-        vocoder_path, CPU, max_codes=MAX_CODES, threads=THREADS, where="test vocoder"
-    )
+    model = WavTokenizerVocoder(vocoder_path, CPU, max_codes=MAX_CODES, threads=THREADS)
     yield model
     model.close()
 
@@ -279,7 +277,7 @@ def test_vocoder_rejects_a_language_model(tiny_models: Path) -> None:
     """A wrong file in the codec role is an error naming it, not garbage audio."""
     path = tiny_models / "orpheus-tiny.gguf"
     with pytest.raises(LlamaError, match="is not a WavTokenizer decoder"):
-        WavTokenizerVocoder(path, CPU, max_codes=8, threads=THREADS, where="test")
+        WavTokenizerVocoder(path, CPU, max_codes=8, threads=THREADS)
 
 
 def test_writer_metadata_and_determinism(vocoder_path: Path, tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ def parse_device_name(name: str) -> tuple[str, int]:
     return kind, int(index or 0)
 
 
-def resolve_device(name: str, where: str, uses_llama: bool = True) -> Device:
+def resolve_device(name: str, uses_llama: bool = True) -> Device:
     """The `Device` for a catalog/CLI device name, checked against this llama.cpp build; for an
     engine that runs wholly in torch (`uses_llama=False`: Bark) against torch instead."""
     kind, index = parse_device_name(name)
@@ -76,7 +76,7 @@ def resolve_device(name: str, where: str, uses_llama: bool = True) -> Device:
     if wanted not in available:
         has = ", ".join(available) or "CPU only"
         raise DeviceError(
-            f"{where}: device {name} needs the llama.cpp backend device {wanted}, but this "
+            f"device {name} needs the llama.cpp backend device {wanted}, but this "
             f"llama-cpp-python build has: {has}. Rebuild it with the backend "
             "(see README, 'Devices') or set device: auto / cpu"
         )
@@ -103,7 +103,7 @@ def _device(kind: str, index: int, llama_device: str | None) -> Device:
     return Device(name=f"{kind}:{index}", llama_device=llama_device, torch_device=torch_device)
 
 
-def torch_device_for(device: Device, where: str) -> "torch.device":
+def torch_device_for(device: Device) -> "torch.device":
     """The torch.device of `device`, checked to exist in this torch build."""
     import torch
 
@@ -113,15 +113,17 @@ def torch_device_for(device: Device, where: str) -> "torch.device":
         else device.torch_device != "mps" or torch.backends.mps.is_available()
     )
     if not has_device and device.picked_automatically:
-        _LOGGER.info("%s: torch has no %s; the codec runs on the CPU", where, device.torch_device)
+        _LOGGER.info("torch has no %s; the codec runs on the CPU", device.torch_device)
         return torch.device("cpu")
     if device.torch_device.startswith("cuda") and not torch.cuda.is_available():
         raise DeviceError(
-            f"{where}: device {device.name} runs the codec on CUDA, but this torch is a "
+            f"device {device.name} runs the codec on CUDA, but this torch is a "
             "CPU build; install a CUDA torch (README, 'GPU builds') or use device: cpu"
         )
     if device.torch_device == "mps" and not torch.backends.mps.is_available():
-        raise DeviceError(f"{where}: device {device.name} needs torch with MPS (Apple)")
+        raise DeviceError(
+            f"device {device.name} needs torch with MPS (Apple); use device: cpu or auto"
+        )
     return torch.device(device.torch_device)
 
 

@@ -3,8 +3,13 @@
 The handler sends `Error(text=str(err), code=err.code)` and closes that connection; the codes are
 part of the protocol (docs/errors.md lists them), so a class may be renamed but its code stays.
 Messages name the voice or model, the file, and the next step; context is added where an error
-is caught (`raise … from err`), not threaded through signatures.
+is caught (`raise … from err`, see `context`), not threaded through signatures.
 """
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
 
 
 class VoiceError(RuntimeError):
@@ -111,6 +116,22 @@ VOICE_ERRORS: tuple[type[VoiceError], ...] = (
     InternalError,
 )
 """Every class above; `code_error` and the documentation test read it."""
+
+
+@contextlib.contextmanager
+def context(where: str) -> Iterator[None]:
+    """Prefix `where` to any `VoiceError` raised inside: the same class and code, the message
+    `f"{where}: {err}"`, chained `from` the original.
+
+    The caller that knows who asked ("voice tara (model orpheus-3b)") wraps the work; the code
+    below it names only the file, the problem and the next step.
+    """
+    try:
+        yield
+    except VoiceError as err:
+        wrapped = type(err)(f"{where}: {err}")
+        wrapped.code = err.code  # also a code set on the instance (`code_error`)
+        raise wrapped from err
 
 
 def code_error(code: str, message: str) -> VoiceError:

@@ -54,22 +54,19 @@ class Hub:
     offline: bool = False
     """Use only files already in the cache; never touch the network."""
 
-    def fetch_file(self, ref: FileRef, where: str) -> Path:
+    def fetch_file(self, ref: FileRef) -> Path:
         """A local path to the single file `ref` names."""
         if ref.path is not None:
             if not ref.path.is_file():
                 raise ModelFileError(
-                    f"{where}: model file {ref.path} does not exist; "
-                    "fix 'path:' in the voice catalog"
+                    f"model file {ref.path} does not exist; fix 'path:' in the voice catalog"
                 )
             return ref.path
         if ref.file is None:
-            raise ModelFileError(
-                f"{where}: {ref.repo} needs 'file:' (the file to use from that repo)"
-            )
-        return self._download(ref.repo or "", ref.file, ref.revision, where)
+            raise ModelFileError(f"{ref.repo} needs 'file:' (the file to use from that repo)")
+        return self._download(ref.repo or "", ref.file, ref.revision)
 
-    def fetch_folder(self, ref: FileRef, names: tuple[str, ...], where: str) -> Path:
+    def fetch_folder(self, ref: FileRef, names: tuple[str, ...]) -> Path:
         """A local folder holding `names`: a `path:` folder, or a snapshot of those files of a
         repo (one listing of the repo and parallel downloads; files already cached cost no
         request each, which matters for Bark's 391 preset files)."""
@@ -77,7 +74,7 @@ class Hub:
             folder = ref.path
             advice = "fix 'path:' in the voice catalog"
         else:
-            folder = self._snapshot(ref.repo or "", names, ref.revision, where)
+            folder = self._snapshot(ref.repo or "", names, ref.revision)
             advice = f"check the repo id ({ref.repo}) and its revision in the catalog"
         missing = [name for name in names if not (folder / name).is_file()]
         if missing:
@@ -85,17 +82,16 @@ class Hub:
                 f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
             )
             raise ModelFileError(
-                f"{where}: folder {folder} lacks {', '.join(missing[:MISSING_SHOWN])}{more}; "
-                + advice
+                f"folder {folder} lacks {', '.join(missing[:MISSING_SHOWN])}{more}; " + advice
             )
         return folder
 
-    def _download(self, repo: str, filename: str, revision: str | None, where: str) -> Path:
+    def _download(self, repo: str, filename: str, revision: str | None) -> Path:
         # Imported here: huggingface_hub reads HF_HUB_OFFLINE and friends at import time.
         from huggingface_hub import hf_hub_download
 
-        _LOGGER.info("Fetching %s/%s for %s", repo, filename, where)
-        with self._hub_errors(f"{repo}/{filename}", where):
+        _LOGGER.info("Fetching %s/%s", repo, filename)
+        with self._hub_errors(f"{repo}/{filename}"):
             path = hf_hub_download(
                 repo,
                 filename,
@@ -106,13 +102,11 @@ class Hub:
             )
         return Path(str(path))
 
-    def _snapshot(
-        self, repo: str, names: tuple[str, ...], revision: str | None, where: str
-    ) -> Path:
+    def _snapshot(self, repo: str, names: tuple[str, ...], revision: str | None) -> Path:
         from huggingface_hub import snapshot_download
 
-        _LOGGER.info("Fetching %d files of %s for %s", len(names), repo, where)
-        with self._hub_errors(f"{repo} ({names[0]}, …)", where):
+        _LOGGER.info("Fetching %d files of %s", len(names), repo)
+        with self._hub_errors(f"{repo} ({names[0]}, …)"):
             path = snapshot_download(
                 repo,
                 revision=revision,
@@ -124,7 +118,7 @@ class Hub:
         return Path(str(path))
 
     @contextlib.contextmanager
-    def _hub_errors(self, what: str, where: str) -> Iterator[None]:
+    def _hub_errors(self, what: str) -> Iterator[None]:
         """Any failure of the hub (not cached offline, unreachable, unknown repo or file, disk)
         becomes one `ModelFileError` that says what to do."""
         from huggingface_hub.errors import LocalEntryNotFoundError
@@ -139,9 +133,9 @@ class Hub:
                 else "the hub could not be reached and the file is not cached: check the "
                 "network, or point the catalog at a local file with 'path:'"
             )
-            raise ModelFileError(f"{where}: cannot get {what}: {hint}") from err
+            raise ModelFileError(f"cannot get {what}: {hint}") from err
         except Exception as err:  # any hub/HTTP/disk failure becomes one clear error
             raise ModelFileError(
-                f"{where}: downloading {what} failed ({type(err).__name__}: {err}); check the "
+                f"downloading {what} failed ({type(err).__name__}: {err}); check the "
                 "repo id and file name in the catalog"
             ) from err

@@ -145,7 +145,6 @@ class LlamaModel:
         *,
         n_ctx: int,
         threads: int,
-        where: str,
         n_batch: int = DEFAULT_BATCH,
         embeddings: bool = False,
         hidden_states: bool = False,
@@ -177,7 +176,6 @@ class LlamaModel:
             )
         init_runtime()
         self.path = path
-        self.where = where
         self.n_ctx = n_ctx
         self.embeddings = embeddings
         self.hidden_states = hidden_states
@@ -185,7 +183,7 @@ class LlamaModel:
         self.n_batch = n_ctx if embeddings else n_batch
         self._stack = contextlib.ExitStack()
         try:
-            self._model = self._load_model(path, device, where, vocab_only)
+            self._model = self._load_model(path, device, vocab_only)
             self._stack.callback(llama_cpp.llama_model_free, self._model)
             self.n_embd: int = llama_cpp.llama_model_n_embd(self._model)
             """Hidden size: the width of a `decode_embeddings` row and of the hidden state."""
@@ -213,7 +211,7 @@ class LlamaModel:
     def _create_context(self, n_ctx: int, threads: int) -> Any:
         """The context (one sequence) and the batches of a model that evaluates; owned by the
         stack."""
-        where, path = self.where, self.path
+        path = self.path
         embeddings, hidden_states = self.embeddings, self.hidden_states
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = n_ctx
@@ -238,7 +236,7 @@ class LlamaModel:
         context = llama_cpp.llama_init_from_model(self._model, params)
         if not context:
             raise LlamaError(
-                f"{where}: llama.cpp could not create a context of {n_ctx} tokens for "
+                f"llama.cpp could not create a context of {n_ctx} tokens for "
                 f"{path} (out of memory?); see the llama.cpp log lines above"
             )
         self._stack.callback(llama_cpp.llama_free, context)
@@ -263,15 +261,13 @@ class LlamaModel:
         n_out = llama_cpp.llama_model_n_embd_out(self._model)
         if not n_in == self.n_embd == n_out:
             raise LlamaError(
-                f"{self.where}: {self.path} takes {n_in}-wide input rows and returns "
+                f"{self.path} takes {n_in}-wide input rows and returns "
                 f"{n_out}-wide hidden states for a hidden size of {self.n_embd}; "
                 "hidden_states=True supports models where all three are equal (qwen3, llama)"
             )
 
     @staticmethod
-    def _load_model(
-        path: Path, device: LlamaPlacement, where: str, vocab_only: bool
-    ) -> ctypes.c_void_p:
+    def _load_model(path: Path, device: LlamaPlacement, vocab_only: bool) -> ctypes.c_void_p:
         params = llama_cpp.llama_model_default_params()
         params.vocab_only = vocab_only
         # The device list must outlive the load call: keep it in a local until it returns.
@@ -283,7 +279,9 @@ class LlamaModel:
                 (d.handle for d in backend_devices() if d.name == device.llama_device), None
             )
             if handle is None:
-                raise LlamaError(f"{where}: llama.cpp device {device.llama_device} vanished")
+                raise LlamaError(
+                    f"llama.cpp device {device.llama_device} vanished while loading {path}"
+                )
             device_list = (ctypes.c_void_p * 2)(handle, None)  # NULL-terminated
             params.devices = ctypes.cast(device_list, ctypes.c_void_p)
             params.n_gpu_layers = OFFLOAD_ALL_LAYERS
@@ -292,7 +290,7 @@ class LlamaModel:
         del device_list
         if not model:
             raise LlamaError(
-                f"{where}: llama.cpp could not load {path}: not a GGUF file, a truncated "
+                f"llama.cpp could not load {path}: not a GGUF file, a truncated "
                 "download, or an architecture this llama-cpp-python is too old for (see the "
                 "llama.cpp log lines above; delete the file to download it again)"
             )
@@ -358,7 +356,7 @@ class LlamaModel:
     def _check_tokenizer(self, action: str) -> None:
         if not self.has_tokenizer:
             raise LlamaError(
-                f"{self.where}: {self.path} has no tokenizer (vocabulary type none), so it "
+                f"{self.path} has no tokenizer (vocabulary type none), so it "
                 f"cannot {action}; is the catalog's file role right?"
             )
 
@@ -366,8 +364,7 @@ class LlamaModel:
         self._check_tokenizer(f"{action} a token")
         if not 0 <= token < self.n_vocab:
             raise LlamaError(
-                f"{self.where}: {self.path}: token id {token} is outside its vocabulary "
-                f"0..{self.n_vocab - 1}"
+                f"{self.path}: token id {token} is outside its vocabulary " f"0..{self.n_vocab - 1}"
             )
 
     # ---- evaluation
@@ -392,7 +389,7 @@ class LlamaModel:
         if not llama_cpp.llama_memory_seq_rm(self._memory, SEQUENCE, n_tokens, -1):
             self.reset()  # the cache may be half-trimmed: start from nothing rather than garbage
             raise LlamaError(
-                f"{self.where}: {self.path}: llama.cpp cannot drop part of this model's memory "
+                f"{self.path}: llama.cpp cannot drop part of this model's memory "
                 f"(recurrent state?); the cache was cleared instead of keeping {n_tokens} tokens"
             )
         self.n_past = n_tokens
@@ -405,7 +402,7 @@ class LlamaModel:
         """
         self._check_evaluates()
         if self.embeddings:
-            raise LlamaError(f"{self.where}: {self.path} is loaded as an encoder: use encode")
+            raise LlamaError(f"{self.path} is loaded as an encoder: use encode")
         if not tokens:
             raise ValueError("decode needs at least one token")
         if self.n_past + len(tokens) > self.n_ctx:
@@ -433,9 +430,7 @@ class LlamaModel:
 
     def _check_evaluates(self) -> None:
         if self.vocab_only:
-            raise LlamaError(
-                f"{self.where}: {self.path} is loaded vocabulary-only: it cannot evaluate"
-            )
+            raise LlamaError(f"{self.path} is loaded vocabulary-only: it cannot evaluate")
 
     def _prepare_embedding_batch(self) -> None:
         """Fill the embedding batch's fixed fields once: sequence 0, an output per row."""
@@ -459,8 +454,7 @@ class LlamaModel:
         """
         if not self.hidden_states:
             raise LlamaError(
-                f"{self.where}: {self.path} was not loaded for embedding input "
-                "(hidden_states=True)"
+                f"{self.path} was not loaded for embedding input " "(hidden_states=True)"
             )
         self._check_rows(rows)
         n_rows = rows.shape[0]
@@ -488,14 +482,14 @@ class LlamaModel:
         """LlamaError unless `rows` is a finite (n >= 1, n_embd) float32 array that fits."""
         if not isinstance(rows, np.ndarray) or rows.dtype != np.float32:
             kind = rows.dtype if isinstance(rows, np.ndarray) else type(rows).__name__
-            raise LlamaError(f"{self.where}: embedding rows must be a float32 array, not {kind}")
+            raise LlamaError(f"{self.path}: embedding rows must be a float32 array, not {kind}")
         if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] != self.n_embd:
             raise LlamaError(
-                f"{self.where}: embedding rows must have shape (n >= 1, {self.n_embd}) for "
+                f"{self.path}: embedding rows must have shape (n >= 1, {self.n_embd}) for "
                 f"{self.path}, got {rows.shape}"
             )
         if not np.isfinite(rows).all():
-            raise LlamaError(f"{self.where}: embedding rows contain NaN or infinity")
+            raise LlamaError(f"{self.path}: embedding rows contain NaN or infinity")
         if self.n_past + rows.shape[0] > self.n_ctx:
             raise LlamaError(
                 f"{self.path}: context of {self.n_ctx} tokens is full "
@@ -521,9 +515,7 @@ class LlamaModel:
         the vocabulary: both raise LlamaError before llama.cpp is called.
         """
         if not self.embeddings:
-            raise LlamaError(
-                f"{self.where}: {self.path} was not loaded as an encoder (embeddings=True)"
-            )
+            raise LlamaError(f"{self.path} was not loaded as an encoder (embeddings=True)")
         ids = np.asarray(tokens)
         if ids.ndim != 1 or ids.size == 0:
             raise ValueError(f"encode needs a non-empty 1-D sequence of ids, got shape {ids.shape}")
@@ -531,15 +523,14 @@ class LlamaModel:
             raise ValueError(f"encode needs integer ids, got {ids.dtype}")
         if ids.size > self.n_batch:
             raise LlamaError(
-                f"{self.where}: {self.path}: {ids.size} tokens do not fit the encoder's "
+                f"{self.path}: {ids.size} tokens do not fit the encoder's "
                 f"{self.n_batch}-token context; encode longer sequences in windows"
             )
         low, high = int(ids.min()), int(ids.max())
         if low < 0 or high >= self.n_vocab:
             bad = low if low < 0 else high
             raise LlamaError(
-                f"{self.where}: {self.path}: id {bad} is outside the model's range "
-                f"0..{self.n_vocab - 1}"
+                f"{self.path}: id {bad} is outside the model's range " f"0..{self.n_vocab - 1}"
             )
         n_tokens = int(ids.size)
         self._batch_tokens[:n_tokens] = ids

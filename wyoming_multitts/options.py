@@ -12,11 +12,11 @@ ConfigT = TypeVar("ConfigT")
 SamplingT = TypeVar("SamplingT", SamplingConfig, None)
 
 
-def apply_options(defaults: ConfigT, options: Mapping[str, Any], where: str) -> ConfigT:
+def apply_options(defaults: ConfigT, options: Mapping[str, Any]) -> ConfigT:
     """`defaults` (a dataclass) with the entries of `options` that name its fields.
 
-    Values are converted to the type of the field's default (bool, int, float, str); `where`
-    names the catalog entry in errors.
+    Values are converted to the type of the field's default (bool, int, float, str); errors name
+    the option (the caller adds whose options they are).
     """
     changes: dict[str, Any] = {}
     for item in dataclasses.fields(defaults):  # type: ignore[arg-type]
@@ -24,20 +24,20 @@ def apply_options(defaults: ConfigT, options: Mapping[str, Any], where: str) -> 
             continue
         value, kind = options[item.name], type(getattr(defaults, item.name))
         if kind is bool and not isinstance(value, bool):
-            raise OptionError(f"{where}: option {item.name} must be true or false, got {value!r}")
+            raise OptionError(f"option {item.name} must be true or false, got {value!r}")
         try:
             changes[item.name] = kind(value) if value is not None else None
         except (TypeError, ValueError) as err:
             raise OptionError(
-                f"{where}: option {item.name} must be a {kind.__name__}, got {value!r}"
+                f"option {item.name} must be a {kind.__name__}, got {value!r}"
             ) from err
     try:
         return dataclasses.replace(defaults, **changes)  # type: ignore[type-var]
     except ValueError as err:
-        raise OptionError(f"{where}: {err}") from err
+        raise OptionError(str(err)) from err
 
 
-def check_option_names(options: Mapping[str, Any], where: str, *configs: object) -> None:
+def check_option_names(options: Mapping[str, Any], *configs: object) -> None:
     """Reject option names that none of `configs` (dataclasses) has: catches typos early."""
     known = {
         item.name
@@ -47,7 +47,7 @@ def check_option_names(options: Mapping[str, Any], where: str, *configs: object)
     unknown = sorted(set(options) - known)
     if unknown:
         raise OptionError(
-            f"{where}: unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+            f"unknown option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
         )
 
 
@@ -62,15 +62,18 @@ class Settings(Generic[ConfigT, SamplingT]):
 
 class VoiceOptions(Generic[ConfigT, SamplingT]):
     """An engine's options and sampling from the model's `options:`, then each voice's: names
-    checked and values converted once per model and once per voice, not on every request."""
+    checked and values converted once per model and once per voice, not on every request.
+
+    Errors name the option; the caller's context names the model (at load) or the voice (in a
+    request)."""
 
     def __init__(
-        self, options: ConfigT, sampling: SamplingT, model_options: Mapping[str, Any], where: str
+        self, options: ConfigT, sampling: SamplingT, model_options: Mapping[str, Any]
     ) -> None:
         self._configs: tuple[object, ...] = (options,) if sampling is None else (options, sampling)
-        check_option_names(model_options, where, *self._configs)
+        check_option_names(model_options, *self._configs)
         self.model: Settings[ConfigT, SamplingT] = Settings(
-            apply_options(options, model_options, where), _merged(sampling, model_options, where)
+            apply_options(options, model_options), _merged(sampling, model_options)
         )
         """The model's settings (before any voice's options)."""
         self._voices: dict[str, Settings[ConfigT, SamplingT]] = {}
@@ -81,16 +84,15 @@ class VoiceOptions(Generic[ConfigT, SamplingT]):
         """The settings of voice `name` (its options over the model's), checked on first use."""
         key = f"{name} {sorted(voice_options.items())!r}"  # one entry per voice and options
         if key not in self._voices:
-            where = f"voice {name}"
-            check_option_names(voice_options, where, *self._configs)
+            check_option_names(voice_options, *self._configs)
             model = self.model
             self._voices[key] = Settings(
-                apply_options(model.options, voice_options, where),
-                _merged(model.sampling, voice_options, where),
+                apply_options(model.options, voice_options),
+                _merged(model.sampling, voice_options),
             )
         return self._voices[key]
 
 
-def _merged(sampling: ConfigT, options: Mapping[str, Any], where: str) -> ConfigT:
+def _merged(sampling: ConfigT, options: Mapping[str, Any]) -> ConfigT:
     """`apply_options` for a sampling that may be None (an engine without one)."""
-    return sampling if sampling is None else apply_options(sampling, options, where)
+    return sampling if sampling is None else apply_options(sampling, options)

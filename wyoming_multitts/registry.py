@@ -22,7 +22,7 @@ from typing import AsyncIterator
 from . import channel
 from .catalog import Catalog, ModelSpec, VoiceSpec
 from .engines.base import ReferenceAudio
-from .errors import ModelBusyError, ModelTooLargeError
+from .errors import ModelBusyError, ModelTooLargeError, context
 from .hub import Hub
 from .process import ModelProcess
 
@@ -153,8 +153,8 @@ class ModelRegistry:
             return None
         if ref.audio.path is not None:
             return ReferenceAudio(ref.audio.path, ref.text)
-        where = f"voice {voice.name} (reference audio)"
-        path = await asyncio.to_thread(self._settings.hub.fetch_file, ref.audio, where)
+        with context(f"voice {voice.name} (reference audio)"):
+            path = await asyncio.to_thread(self._settings.hub.fetch_file, ref.audio)
         return ReferenceAudio(path, ref.text)
 
     async def _loaded_worker(self, slot: _Slot, voice: str) -> ModelProcess:

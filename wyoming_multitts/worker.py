@@ -25,7 +25,7 @@ from . import channel
 from .devices import resolve_device
 from .engines import engine_module, uses_llama_cpp
 from .engines.base import Engine
-from .errors import EngineError, InternalError, VoiceError
+from .errors import EngineError, InternalError, VoiceError, context
 from .stats import PieceStats
 
 _LOGGER = logging.getLogger(__name__)
@@ -130,7 +130,8 @@ class Worker:
         if not isinstance(load, channel.Load):
             return
         try:
-            engine = self._load(load)
+            with context(load.where):
+                engine = self._load(load)
         except VoiceError as err:
             self.send(channel.Failed(None, err.code, str(err)))
             return
@@ -149,11 +150,11 @@ class Worker:
         self._stats_file = load.stats_file
         module = engine_module(spec.engine)
         paths = fetch_files(load, module.FILES)
-        self.send(channel.Estimated(module.estimate_bytes(spec, paths, load.where)))
+        self.send(channel.Estimated(module.estimate_bytes(spec, paths)))
         if not isinstance(self._inbox.get(), channel.Proceed):
             return None
-        device = resolve_device(load.device, load.where, uses_llama_cpp(spec.engine))
-        engine = module.load(spec, paths, device, load.threads, load.where)
+        device = resolve_device(load.device, uses_llama_cpp(spec.engine))
+        engine = module.load(spec, paths, device, load.threads)
         self.send(
             channel.Loaded(engine.sample_rate, engine.max_text_chars, device.name, gpu_bytes())
         )
@@ -178,11 +179,12 @@ class Worker:
         cancel = self._current.cancel
         voice = speak.voice
         try:
-            for audio in self._engine_audio(engine, speak, cancel):
-                self._current.wait_for_room(audio.size, speak.max_ahead_samples)
-                if cancel.is_set():
-                    break
-                self.send(channel.Audio(speak.request_id, audio))
+            with context(f"voice {voice.name}"):
+                for audio in self._engine_audio(engine, speak, cancel):
+                    self._current.wait_for_room(audio.size, speak.max_ahead_samples)
+                    if cancel.is_set():
+                        break
+                    self.send(channel.Audio(speak.request_id, audio))
             reply: object = channel.Finished(speak.request_id, cancel.is_set(), gpu_bytes())
         except VoiceError as err:
             reply = channel.Failed(speak.request_id, err.code, str(err))
@@ -196,19 +198,19 @@ class Worker:
 
 def fetch_files(load: channel.Load, roles: Mapping[str, tuple[str, ...] | None]) -> dict[str, Path]:
     """Local paths of the model's files by role, downloading what is missing."""
-    spec, where = load.model, load.where
+    spec = load.model
     paths: dict[str, Path] = {}
     for role, folder_files in roles.items():
         if role not in spec.files:
             raise EngineError(
-                f"{where}: {spec.source} has no files.{role} for this model; "
+                f"{spec.source} has no files.{role} for this model; "
                 f"engine {spec.engine} needs files: {', '.join(roles)}"
             )
         ref = spec.files[role]
         paths[role] = (
-            load.hub.fetch_file(ref, where)
+            load.hub.fetch_file(ref)
             if folder_files is None
-            else load.hub.fetch_folder(ref, folder_files, where)
+            else load.hub.fetch_folder(ref, folder_files)
         )
     return paths
 

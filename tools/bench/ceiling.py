@@ -45,6 +45,7 @@ from wyoming_multitts.engines.bark import engine as bark
 from wyoming_multitts.engines.orpheus import engine as orpheus
 from wyoming_multitts.engines.outetts import engine as outetts
 from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
+from wyoming_multitts.errors import context
 from wyoming_multitts.options import apply_options
 
 from . import raw_bark, raw_qwen3
@@ -108,7 +109,7 @@ class CodecWindow:
 
 def orpheus_window(model: ModelSpec, threads: int) -> CodecWindow:
     """Orpheus: SNAC, `first_chunk_frames + context_right` frames of 7 tokens."""
-    options = apply_options(orpheus.OrpheusOptions(), model.options, f"model {model.name}")
+    options = apply_options(orpheus.OrpheusOptions(), model.options)
     frames = options.first_chunk_frames + options.context_right
     set_torch_threads(threads)
     decoder = SnacDecoder(_local_path(model, "codec"), CPU_TORCH, options.codec_noise)
@@ -129,14 +130,13 @@ def orpheus_window(model: ModelSpec, threads: int) -> CodecWindow:
 
 def outetts_window(model: ModelSpec, threads: int) -> CodecWindow:
     """OuteTTS: the WavTokenizer vocoder, `first_chunk_codes + context_right` codes of 1 token."""
-    options = apply_options(outetts.OuteOptions(), model.options, f"model {model.name}")
+    options = apply_options(outetts.OuteOptions(), model.options)
     codes_in_window = options.first_chunk_codes + options.context_right
     vocoder = WavTokenizerVocoder(
         _local_path(model, "vocoder"),
         CPU,
         max_codes=codes_in_window,
         threads=threads,
-        where="bench",
     )
     codes = np.random.default_rng(SEED).integers(0, WAVTOKENIZER_CODEBOOK_SIZE, codes_in_window)
     return CodecWindow(
@@ -151,7 +151,7 @@ def outetts_window(model: ModelSpec, threads: int) -> CodecWindow:
 
 def qwen3_window(model: ModelSpec, threads: int) -> CodecWindow:
     """Qwen3-TTS: the 12 Hz decoder, `first_chunk_frames` frames of 16 codes (no lookahead)."""
-    options = apply_options(qwen3tts.Qwen3Options(), model.options, f"model {model.name}")
+    options = apply_options(qwen3tts.Qwen3Options(), model.options)
     set_torch_threads(threads)
     codec = load_qwen3_codec(_local_path(model, "model") / "speech_tokenizer", CPU_TORCH)
     frames = options.first_chunk_frames
@@ -171,11 +171,11 @@ def qwen3_window(model: ModelSpec, threads: int) -> CodecWindow:
 def bark_window(model: ModelSpec, threads: int) -> CodecWindow:
     """Bark: the sentence's whole EnCodec decode (it has no stream): the fine frames of
     `max_semantic_tokens`, after all of those tokens."""
-    options = apply_options(bark.BarkOptions(), model.options, f"model {model.name}")
+    options = apply_options(bark.BarkOptions(), model.options)
     set_torch_threads(threads)
     folder = _local_path(model, "model")
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    weights = bark.load_weights(folder / "pytorch_model.bin", f"model {model.name}")
+    weights = bark.load_weights(folder / "pytorch_model.bin")
     codec = Encodec24Decoder(config["codec_config"], weights, CPU_TORCH)
     frames = bark.coarse_steps(options.max_semantic_tokens) // bark.N_COARSE_CODEBOOKS
     codes = torch.from_numpy(
@@ -277,7 +277,7 @@ class _BarkRuns:
     def __init__(self, engine: bark.Bark, options: bark.BarkOptions, speaker: str | None) -> None:
         self._engine = engine
         self._options = options
-        self._preset = engine.preset(speaker, "bench")
+        self._preset = engine.preset(speaker)
 
     def warm_up(self, rng: np.random.Generator) -> None:
         raw_bark.measure_run(self._engine, self._options, self._preset, WARMUP_DECODE_TOKENS, rng)
@@ -301,7 +301,7 @@ def open_runs(
 ) -> Iterator[_TokenLmRuns | _Qwen3Runs | _BarkRuns]:
     """The loaded raw model(s) of `model`, ready to measure."""
     if model.engine == "bark":
-        options = apply_options(bark.BarkOptions(), model.options, f"model {model.name}")
+        options = apply_options(bark.BarkOptions(), model.options)
         engine = raw_bark.open_bark(model, _local_path(model, "model"), threads)
         try:
             yield _BarkRuns(engine, options, speaker)
@@ -330,14 +330,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     model = catalog.models[args.model]
     # the speaker of the model's first voice: the one the benchmark runs first (Bark's preset)
     speaker = next(v.speaker for v in catalog.voices.values() if v.model == model.name)
-    window = CODEC_WINDOWS[model.engine](model, args.threads)
+    with context(f"model {model.name}"):  # what a failure names, as the worker would
+        _serve(model, speaker, args.threads, args.decode_tokens, args.decode_frames)
+
+
+def _serve(
+    model: ModelSpec, speaker: str | None, threads: int, decode_tokens: int, decode_frames: int
+) -> None:
+    """Load the model's raw parts, answer measurement requests, then report the codec's."""
+    window = CODEC_WINDOWS[model.engine](model, threads)
 
     quiet_llama_cpp()
     rng = np.random.default_rng(SEED)
     started = time.perf_counter()
-    with open_runs(
-        model, speaker, window, args.threads, args.decode_tokens, args.decode_frames
-    ) as runs:
+    with open_runs(model, speaker, window, threads, decode_tokens, decode_frames) as runs:
         load_s = time.perf_counter() - started
         runs.warm_up(rng)  # graph allocation, page-in of the weights
         _reply({"load_s": load_s, "n_ctx": window.n_ctx})

@@ -36,7 +36,7 @@ BERT_ID_RANGE = (1000, 100_000)
 def open_bark(model: ModelSpec, folder: Path, threads: int) -> bark.Bark:
     """The engine's loaded model (its modules are what the ceiling drives) on the CPU."""
     paths = {"model": folder, "presets": folder}
-    return bark.load(model, paths, CPU, threads, f"model {model.name}")
+    return bark.load(model, paths, CPU, threads)
 
 
 @torch.inference_mode()

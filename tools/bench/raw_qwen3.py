@@ -73,9 +73,8 @@ class Qwen3Raw:
 def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> Iterator[Qwen3Raw]:
     """The converted talker (context of `n_ctx` rows) and predictor of `model`'s release folder
     `model_dir`, converting it first if the server has not yet."""
-    where = f"model {model.name}"
-    options = apply_options(Qwen3Options(), model.options, where)
-    converted = convert_once(model_dir, options.matrix_type, where)
+    options = apply_options(Qwen3Options(), model.options)
+    converted = convert_once(model_dir, options.matrix_type)
     config = converted.config
     with np.load(converted.tables) as npz:
         heads = npz["predictor_heads"].astype(np.float32)  # (G-1, codebook, Hp)

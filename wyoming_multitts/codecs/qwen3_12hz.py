@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..errors import VoiceError
+from ..errors import VoiceError, context
 from ..formats.safetensors import load_module_tensors
 from .windowed import WindowedDecoder
 
@@ -43,8 +43,6 @@ _LOGGER = logging.getLogger(__name__)
 
 CODEC_FILES = ("config.json", "model.safetensors")
 """What a speech-tokenizer folder (`speech_tokenizer/` of every Qwen3-TTS repo) must hold."""
-SPEECH_TOKENIZER = "Qwen3-TTS speech tokenizer"
-"""What errors start with when the caller names no model."""
 DECODER_PREFIX = "decoder."
 """Checkpoint key prefix of the decoder (the encoder's keys, `encoder.*`, are not read)."""
 ENCODE_ONLY_KEYS = ("quantizer.rvq_first.input_proj.weight", "quantizer.rvq_rest.input_proj.weight")
@@ -96,13 +94,13 @@ class Qwen3CodecConfig:
     decoder_dim: int = 1536
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any], where: str) -> "Qwen3CodecConfig":
+    def from_dict(cls, values: dict[str, Any]) -> "Qwen3CodecConfig":
         """The fields we use from a `decoder_config` dict; rejects what we don't implement."""
         if values.get("hidden_act", "silu") != "silu":
-            raise VoiceError(f"{where}: decoder hidden_act {values['hidden_act']!r} is not silu")
+            raise VoiceError(f"decoder hidden_act {values['hidden_act']!r} is not silu")
         rope = values.get("rope_scaling") or {}
         if rope.get("rope_type", rope.get("type", "default")) != "default":
-            raise VoiceError(f"{where}: decoder rope_scaling {rope!r} is not supported")
+            raise VoiceError(f"decoder rope_scaling {rope!r} is not supported")
         known = {field.name for field in fields(cls)}
         picked = {key: value for key, value in values.items() if key in known}
         for key in ("upsample_rates", "upsampling_ratios"):
@@ -586,33 +584,30 @@ class _StreamWindow:
 # ---- loading ----------------------------------------------------------------------------------
 
 
-def load_qwen3_codec(
-    folder: Path, device: torch.device, where: str = SPEECH_TOKENIZER
-) -> Qwen3Codec12Hz:
+def load_qwen3_codec(folder: Path, device: torch.device) -> Qwen3Codec12Hz:
     """The decoder of a speech-tokenizer folder (config.json + model.safetensors) on `device`.
 
     Reads only the tensors under `decoder.`; every one of the decoder's tensors must be there and
     nothing else may be (except ENCODE_ONLY_KEYS), so a file of another layout fails here, naming
-    the file and the keys, instead of decoding noise. Errors start with `where` (the model).
+    the file and the keys, instead of decoding noise.
     """
     config_path = folder / "config.json"
     weights_path = folder / "model.safetensors"
     for path in (config_path, weights_path):
         if not path.is_file():
-            raise VoiceError(f"{where}: {path} is missing")
+            raise VoiceError(f"Qwen3-TTS speech tokenizer file {path} is missing")
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
-        decoder_config = Qwen3CodecConfig.from_dict(config["decoder_config"], str(config_path))
+        with context(str(config_path)):  # what the config holds that we do not implement
+            decoder_config = Qwen3CodecConfig.from_dict(config["decoder_config"])
     except (ValueError, KeyError, TypeError) as err:
-        raise VoiceError(
-            f"{where}: {config_path}: not a Qwen3-TTS 12 Hz tokenizer config ({err})"
-        ) from err
+        raise VoiceError(f"{config_path}: not a Qwen3-TTS 12 Hz tokenizer config ({err})") from err
 
     codec = Qwen3Codec12Hz(decoder_config, int(config.get("output_sample_rate", 24_000)))
     declared = config.get("decode_upsample_rate", codec.samples_per_frame)
     if declared != codec.samples_per_frame:
         raise VoiceError(
-            f"{where}: {config_path}: decode_upsample_rate {declared} is not the decoder's "
+            f"{config_path}: decode_upsample_rate {declared} is not the decoder's "
             f"{codec.samples_per_frame} samples per frame"
         )
     count = load_module_tensors(
@@ -620,7 +615,6 @@ def load_qwen3_codec(
         [weights_path],
         DECODER_PREFIX,
         "Qwen3-TTS 12 Hz decoder",
-        where,
         unused=lambda key: key in ENCODE_ONLY_KEYS,
     )
     _LOGGER.debug("loaded %d decoder tensors from %s", count, weights_path)

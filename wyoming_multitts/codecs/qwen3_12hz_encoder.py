@@ -354,26 +354,26 @@ class Qwen3SpeechEncoder(nn.Module):
 # ---- loading ----------------------------------------------------------------------------------
 
 
-def load_speech_encoder(folder: Path, device: torch.device, where: str) -> Qwen3SpeechEncoder:
+def load_speech_encoder(folder: Path, device: torch.device) -> Qwen3SpeechEncoder:
     """The encoder of a speech-tokenizer folder (config.json + model.safetensors) on `device`.
 
     Reads only the `encoder.` tensors it uses (not the decoder's, nor the codebooks past the kept
     codes, nor the decode-side `output_proj`s); every one of them must be there, so a file of
     another layout fails here, naming the file and the keys, instead of cloning from noise.
-    Errors are `EngineError`s that start with `where`.
+    Errors are `EngineError`s.
     """
     config_path = folder / "config.json"
     weights_path = folder / "model.safetensors"
     for path in (config_path, weights_path):
         if not path.is_file():
-            raise EngineError(f"{where}: Qwen3-TTS speech tokenizer file {path} is missing")
+            raise EngineError(f"Qwen3-TTS speech tokenizer file {path} is missing")
     try:
         values = json.loads(config_path.read_text(encoding="utf-8"))
         config = MimiEncoderConfig.from_dict(values["encoder_config"])
         encoder = Qwen3SpeechEncoder(config, int(values["encoder_valid_num_quantizers"]))
     except (ValueError, KeyError, TypeError) as err:
         raise EngineError(
-            f"{where}: {config_path} is not a Qwen3-TTS 12 Hz tokenizer config ({err})"
+            f"{config_path} is not a Qwen3-TTS 12 Hz tokenizer config ({err})"
         ) from err
     declared = (
         values.get("input_sample_rate", ENCODER_SAMPLE_RATE),
@@ -383,7 +383,7 @@ def load_speech_encoder(folder: Path, device: torch.device, where: str) -> Qwen3
         config.sampling_rate != ENCODER_SAMPLE_RATE
     ):
         raise EngineError(
-            f"{where}: {config_path}: input_sample_rate / encode_downsample_rate {declared} are "
+            f"{config_path}: input_sample_rate / encode_downsample_rate {declared} are "
             f"not the encoder's ({ENCODER_SAMPLE_RATE}, {encoder.samples_per_frame})"
         )
 
@@ -393,7 +393,6 @@ def load_speech_encoder(folder: Path, device: torch.device, where: str) -> Qwen3
         [weights_path],
         ENCODER_PREFIX,
         "Qwen3-TTS 12 Hz encoder",
-        where,
         unused=lambda key: key not in used,  # output_projs, codebooks past the kept codes
     )
     _LOGGER.debug("loaded %d encoder tensors from %s", count, weights_path)

@@ -86,22 +86,17 @@ class WavTokenizerVocoder:
     sample_rate = SAMPLE_RATE
     samples_per_frame = HOP
 
-    def __init__(
-        self, path: Path, device: Device, *, max_codes: int, threads: int, where: str
-    ) -> None:
+    def __init__(self, path: Path, device: Device, *, max_codes: int, threads: int) -> None:
         if max_codes < 1:
             raise ValueError(f"max_codes must be at least 1, got {max_codes}")
         self.max_codes = max_codes
-        self._where = where
         self._path = path
-        self._model = LlamaModel(
-            path, device, n_ctx=max_codes, threads=threads, where=where, embeddings=True
-        )
+        self._model = LlamaModel(path, device, n_ctx=max_codes, threads=threads, embeddings=True)
         try:
             arch = self._model.metadata("general.architecture")
             if arch != ARCH or self._model.n_embd_out != SPECTRUM_CHANNELS:
                 raise LlamaError(
-                    f"{where}: {path} is not a WavTokenizer decoder (architecture {arch}, "
+                    f"{path} is not a WavTokenizer decoder (architecture {arch}, "
                     f"{self._model.n_embd_out} outputs per token; expected {ARCH}, "
                     f"{SPECTRUM_CHANNELS}); check the catalog's codec file"
                 )
@@ -126,13 +121,13 @@ class WavTokenizerVocoder:
             raise ValueError(f"codes must be a non-empty 1-D integer array, got {codes.shape}")
         if codes.size > self.max_codes:
             raise LlamaError(
-                f"{self._where}: {codes.size} codes are more than the vocoder's window of "
+                f"{codes.size} codes are more than the vocoder's window of "
                 f"{self.max_codes} ({self._path}); decode them in windows"
             )
         low, high = int(codes.min()), int(codes.max())
         if low < 0 or high >= self.n_codes:
             raise LlamaError(
-                f"{self._where}: code {low if low < 0 else high} is outside the codebook "
+                f"code {low if low < 0 else high} is outside the codebook "
                 f"0..{self.n_codes - 1} of {self._path}"
             )
         return self._model.encode(codes)  # (T, 1282) float32

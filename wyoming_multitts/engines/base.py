@@ -71,16 +71,16 @@ class EngineModule(Protocol):
     FILES: Mapping[str, tuple[str, ...] | None]
     """Catalog file roles: None for one file (`file:`), or the names read from a folder repo."""
 
-    def estimate_bytes(self, model: ModelSpec, paths: Mapping[str, Path], where: str) -> int:
+    def estimate_bytes(self, model: ModelSpec, paths: Mapping[str, Path]) -> int:
         """Memory the loaded model will take (weights plus caches), before loading it."""
 
     def load(
-        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
+        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
     ) -> Engine:
         """Load the model from local files on `device` using `threads` CPU threads.
 
-        `where` names the voice and model that asked (e.g. "voice tara (model orpheus-3b)"); every
-        error message starts with it.
+        Errors name the file, the problem and the next step; the caller adds who asked (the
+        worker prefixes "voice tara (model orpheus-3b)" with `errors.context`).
         """
 
 

@@ -249,7 +249,7 @@ def write_gguf(
 # Reading the header
 
 
-def read_gguf_metadata(path: Path, where: str) -> dict[str, Any]:
+def read_gguf_metadata(path: Path) -> dict[str, Any]:
     """The scalar and string key/values of a GGUF header; arrays (the vocabulary) are skipped.
 
     `gguf.GGUFReader` parses every vocabulary string (5 s for Orpheus' 157k tokens) to give us a
@@ -270,7 +270,7 @@ def read_gguf_metadata(path: Path, where: str) -> dict[str, Any]:
             return metadata
     except (ValueError, OSError, struct.error, UnicodeDecodeError) as err:
         raise LlamaError(
-            f"{where}: {path} is not a readable GGUF file ({err}); delete it to download it "
+            f"{path} is not a readable GGUF file ({err}); delete it to download it "
             "again, or fix the catalog's path"
         ) from err
 
@@ -302,14 +302,14 @@ def _gguf_read_value(file: BinaryIO, value_type: int) -> Any:
     return struct.unpack(fmt, file.read(struct.calcsize(fmt)))[0]
 
 
-def gguf_kv_cache_bytes(path: Path, n_ctx: int, where: str) -> int:
+def gguf_kv_cache_bytes(path: Path, n_ctx: int) -> int:
     """Bytes of an f16 KV cache of `n_ctx` tokens for the GGUF at `path` (read from its header)."""
-    metadata = read_gguf_metadata(path, where)
+    metadata = read_gguf_metadata(path)
 
     def value(key: str, default: Any = None) -> Any:
         if metadata.get(key) is None:
             if default is None:
-                raise LlamaError(f"{where}: {path}: GGUF metadata lacks {key}")
+                raise LlamaError(f"{path}: GGUF metadata lacks {key}")
             return default
         return metadata[key]
 

@@ -35,7 +35,7 @@ SHOWN_NAMES = 5
 """Tensor names listed in an error before "and N more"."""
 
 
-def weight_files(model_dir: Path, where: str, advice: str = DOWNLOAD_AGAIN) -> list[Path]:
+def weight_files(model_dir: Path, advice: str = DOWNLOAD_AGAIN) -> list[Path]:
     """The weight files of a snapshot: `model.safetensors`, or the shards its index names."""
     index = model_dir / WEIGHTS_INDEX
     if not index.exists():
@@ -43,33 +43,32 @@ def weight_files(model_dir: Path, where: str, advice: str = DOWNLOAD_AGAIN) -> l
     try:
         doc = json.loads(index.read_text(encoding="utf-8"))
     except FileNotFoundError as err:
-        raise ConvertError(f"{where}: {index} is missing; {advice}") from err
+        raise ConvertError(f"{index} is missing; {advice}") from err
     except (OSError, ValueError) as err:
-        raise ConvertError(f"{where}: cannot read {index} ({err}); {advice}") from err
+        raise ConvertError(f"cannot read {index} ({err}); {advice}") from err
     if not isinstance(doc, dict):
-        raise ConvertError(f"{where}: {index} is not a JSON object; {advice}")
+        raise ConvertError(f"{index} is not a JSON object; {advice}")
     if doc.get("weight_map") is None:
-        raise ConvertError(f"{where}: {index} lacks weight_map; {advice}")
+        raise ConvertError(f"{index} lacks weight_map; {advice}")
     return sorted({model_dir / name for name in doc["weight_map"].values()})
 
 
 class SafetensorsFiles:
     """The tensors of `model.safetensors` (or of the shards its index names), memory-mapped."""
 
-    def __init__(self, tensors: dict[str, tuple[Path, dict[str, Any], int]], where: str) -> None:
+    def __init__(self, tensors: dict[str, tuple[Path, dict[str, Any], int]]) -> None:
         self._tensors = tensors
         """name → (file, header entry, offset of the data section)."""
         self._maps: dict[Path, np.memmap] = {}
-        self.where = where
 
     @classmethod
-    def open(cls, model_dir: Path, where: str, advice: str = DOWNLOAD_AGAIN) -> "SafetensorsFiles":
+    def open(cls, model_dir: Path, advice: str = DOWNLOAD_AGAIN) -> "SafetensorsFiles":
         """Read the headers of the snapshot's weight file(s); errors end with `advice`."""
         tensors: dict[str, tuple[Path, dict[str, Any], int]] = {}
-        for path in weight_files(model_dir, where, advice):
-            header, data_start = _safetensors_header(path, where, advice)
+        for path in weight_files(model_dir, advice):
+            header, data_start = _safetensors_header(path, advice)
             tensors.update({name: (path, entry, data_start) for name, entry in header.items()})
-        return cls(tensors, where)
+        return cls(tensors)
 
     @property
     def paths(self) -> list[Path]:
@@ -94,7 +93,7 @@ class SafetensorsFiles:
         storage = SAFETENSORS_DTYPES.get(entry["dtype"])
         if storage is None:
             raise ConvertError(
-                f"{self.where}: {path}: tensor {name} is {entry['dtype']}; only "
+                f"{path}: tensor {name} is {entry['dtype']}; only "
                 f"{', '.join(SAFETENSORS_DTYPES)} are supported"
             )
         begin, end = entry["data_offsets"]
@@ -123,7 +122,7 @@ def _float32(values: np.ndarray, dtype: str) -> np.ndarray:
     return values.astype(np.float32)
 
 
-def _safetensors_header(path: Path, where: str, advice: str) -> tuple[dict[str, Any], int]:
+def _safetensors_header(path: Path, advice: str) -> tuple[dict[str, Any], int]:
     """The tensor entries of a safetensors file and where its data section starts."""
     try:
         with open(path, "rb") as file:
@@ -133,17 +132,16 @@ def _safetensors_header(path: Path, where: str, advice: str) -> tuple[dict[str, 
             header = json.loads(file.read(length))
         size = path.stat().st_size
     except FileNotFoundError as err:
-        raise ConvertError(f"{where}: {path} is missing; {advice}") from err
+        raise ConvertError(f"{path} is missing; {advice}") from err
     except (OSError, ValueError) as err:
-        raise ConvertError(f"{where}: {path} is not a safetensors file ({err}); {advice}") from err
+        raise ConvertError(f"{path} is not a safetensors file ({err}); {advice}") from err
     header.pop("__metadata__", None)
     data_start = 8 + length
     for name, entry in header.items():
         end = entry["data_offsets"][1]
         if data_start + end > size:
             raise ConvertError(
-                f"{where}: {path} is truncated (tensor {name} ends past the end of the file); "
-                f"{advice}"
+                f"{path} is truncated (tensor {name} ends past the end of the file); " f"{advice}"
             )
     return header, data_start
 
@@ -153,7 +151,6 @@ def load_module_tensors(
     files: Sequence[Path],
     prefix: str,
     what: str,
-    where: str,
     unused: Callable[[str], bool] = lambda key: False,
 ) -> int:
     """Load the tensors named `prefix` + key of the safetensors `files` into `module`, as its
@@ -161,9 +158,9 @@ def load_module_tensors(
 
     Strict: every tensor the module has must be there and no other may be, except the keys
     that `unused(key)` says belong to something else (e.g. the encoder's tensors among a
-    decoder's); otherwise an `EngineError` starting with `where` (the voice or model) names the
-    file, the `what` ("speaker encoder") and the missing, unexpected or misshapen tensors, so a
-    file of another layout fails here instead of producing noise.
+    decoder's); otherwise an `EngineError` names the file, the `what` ("speaker encoder") and
+    the missing, unexpected or misshapen tensors, so a file of another layout fails here instead
+    of producing noise.
     """
     # pylint: disable-next=import-outside-toplevel  # torch only when a module loads
     from safetensors import SafetensorError, safe_open
@@ -177,20 +174,20 @@ def load_module_tensors(
                     if name.startswith(prefix) and not unused(key):
                         state[key] = weights.get_tensor(name)
         except (SafetensorError, OSError) as err:
-            raise EngineError(f"{where}: cannot read {path} ({err})") from err
+            raise EngineError(f"cannot read {path} ({err})") from err
     shown = ", ".join(str(path) for path in files)
     expected = module.state_dict().keys()
     missing = sorted(prefix + key for key in expected - state.keys())
     unexpected = sorted(prefix + key for key in state.keys() - expected)
     if missing or unexpected:
         raise EngineError(
-            f"{where}: {shown} does not hold the {what} its config.json describes: "
+            f"{shown} does not hold the {what} its config.json describes: "
             f"missing {_some(missing)}, unexpected {_some(unexpected)}"
         )
     try:
         module.load_state_dict(state, strict=True)
     except RuntimeError as err:  # a shape mismatch; torch names the tensor
-        raise EngineError(f"{where}: {shown}: {err}") from err
+        raise EngineError(f"{shown}: {err}") from err
     return len(state)
 
 

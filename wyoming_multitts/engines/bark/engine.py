@@ -38,7 +38,7 @@ import torch
 from ...catalog import ModelSpec
 from ...codecs.encodec24 import CodecError, Encodec24Decoder
 from ...devices import Device, set_torch_threads, torch_device_for
-from ...errors import EngineError
+from ...errors import EngineError, context
 from ...options import VoiceOptions
 from ...sampling import Sampler, SamplingConfig
 from ...stats import PieceStats
@@ -184,7 +184,7 @@ class BarkTokens:
 # Loading
 
 
-def _read_config(folder: Path, where: str) -> dict[str, Any]:
+def _read_config(folder: Path) -> dict[str, Any]:
     """config.json of the release, checked to hold the three stages' and the codec's configs."""
     path = folder / "config.json"
     try:
@@ -195,21 +195,21 @@ def _read_config(folder: Path, where: str) -> dict[str, Any]:
             GPTConfig.from_json(config[key])
         return config
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise EngineError(f"{where}: {path} is not a Bark config.json ({err!r})") from err
+        raise EngineError(f"{path} is not a Bark config.json ({err!r})") from err
 
 
-def load_weights(path: Path, where: str) -> dict[str, torch.Tensor]:
+def load_weights(path: Path) -> dict[str, torch.Tensor]:
     """The state dict of `pytorch_model.bin`, read with `weights_only=True`: tensors and plain
     containers only, so a file that would run code when unpickled is refused."""
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception as err:  # pickle, zip and torch errors alike: the file is unusable
         raise EngineError(
-            f"{where}: cannot load {path} as plain tensors ({type(err).__name__}: "
+            f"cannot load {path} as plain tensors ({type(err).__name__}: "
             f"{str(err).splitlines()[0] if str(err) else ''}); delete it to download it again"
         ) from err
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise EngineError(f"{where}: {path} is not a state dict of tensors")
+        raise EngineError(f"{path} is not a state dict of tensors")
     return state
 
 
@@ -218,7 +218,6 @@ def _stage(
     name: str,
     config: Mapping[str, Any],
     state: Mapping[str, torch.Tensor],
-    where: str,
 ) -> StageT:
     """Stage `name` as a `kind` module with its weights (built on the meta device, then given
     the loaded tensors themselves: no random init, no copy)."""
@@ -236,20 +235,20 @@ def _stage(
     missing = [key for key in missing if key not in tied]
     if missing or unexpected:
         raise EngineError(
-            f"{where}: the {name} stage's tensors ({prefix}*) do not match its config: missing "
+            f"the {name} stage's tensors ({prefix}*) do not match its config: missing "
             f"{', '.join(missing[:5]) or 'none'}; unexpected {', '.join(unexpected[:5]) or 'none'}"
         )
     if isinstance(module, FineGPT):
         module.tie_weights()  # the heads take the (assigned) embeddings again
     for key, value in module.state_dict().items():
         if value.is_meta:
-            raise EngineError(f"{where}: no weights for {prefix}{key}")
+            raise EngineError(f"no weights for {prefix}{key}")
     return module.eval()
 
 
-def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> int:
+def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
     """The weights file (every stage and the codec, float32) plus the causal stages' KV caches."""
-    config = _read_config(paths["model"], where)
+    config = _read_config(paths["model"])
     cache = sum(
         KV_BYTES_PER_POSITION
         * int(config[STAGE_CONFIGS[stage]]["num_layers"])
@@ -266,28 +265,30 @@ class Bark:
     max_text_chars = MAX_TEXT_CHARS
 
     def __init__(
-        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
+        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
     ) -> None:
-        self._settings = VoiceOptions(BarkOptions(), None, model.options, where)
+        self._settings = VoiceOptions(BarkOptions(), None, model.options)
         self._presets_dir = paths["presets"]
         self._catalog_dir = model.source.parent if model.source else None
         self._presets: dict[str, Preset] = {}
-        self.device = self._torch_device(device, where)
+        self.device = self._torch_device(device)
         set_torch_threads(threads)
 
         folder = paths["model"]
-        config = _read_config(folder, where)
-        self._tokenizer = self._read_tokenizer(folder / "vocab.txt", where)
-        state = load_weights(folder / "pytorch_model.bin", where)
-        self.semantic_model = _stage(CausalGPT, "semantic", config, state, where).to(
-            self.device, FLOAT
-        )
-        self.coarse_model = _stage(CausalGPT, "coarse", config, state, where).to(self.device, FLOAT)
-        self.fine_model = _stage(FineGPT, "fine", config, state, where).to(self.device, FLOAT)
+        config = _read_config(folder)
+        self._tokenizer = self._read_tokenizer(folder / "vocab.txt")
+        weights = folder / "pytorch_model.bin"
+        state = load_weights(weights)
+        with context(str(weights)):
+            self.semantic_model = _stage(CausalGPT, "semantic", config, state).to(
+                self.device, FLOAT
+            )
+            self.coarse_model = _stage(CausalGPT, "coarse", config, state).to(self.device, FLOAT)
+            self.fine_model = _stage(FineGPT, "fine", config, state).to(self.device, FLOAT)
         try:
             self.codec = Encodec24Decoder(config["codec_config"], state, self.device)
         except CodecError as err:
-            raise EngineError(f"{where}: {folder / 'pytorch_model.bin'}: {err}") from err
+            raise EngineError(f"{weights}: {err}") from err
         self.sample_rate = self.codec.sample_rate
         self._resources = contextlib.ExitStack()
         if self.device.type == "cuda":
@@ -297,27 +298,27 @@ class Bark:
         """The tokens of the last sentence (for tests)."""
         _LOGGER.info(
             "%s: Bark with %d/%d/%d layers of width %d on %s",
-            where,
+            folder,
             *(len(m.layers) for m in (self.semantic_model, self.coarse_model, self.fine_model)),
             self.semantic_model.config.hidden_size,
             self.device,
         )
 
     @staticmethod
-    def _torch_device(device: Device, where: str) -> torch.device:
+    def _torch_device(device: Device) -> torch.device:
         """Bark runs wholly in torch: a device torch cannot use is an error unless picked by
         `auto` (then the CPU), as for the torch codecs of the other engines."""
         if device.name != "cpu" and device.torch_device == "cpu":
             if not device.picked_automatically:
                 raise EngineError(
-                    f"{where}: Bark runs in torch, which cannot use device {device.name}; "
+                    f"Bark runs in torch, which cannot use device {device.name}; "
                     "set device: cpu, cuda or auto"
                 )
-            _LOGGER.info("%s: Bark runs in torch, which cannot use %s: the CPU", where, device.name)
-        return torch_device_for(device, where)
+            _LOGGER.info("Bark runs in torch, which cannot use %s: the CPU", device.name)
+        return torch_device_for(device)
 
     @staticmethod
-    def _read_tokenizer(path: Path, where: str) -> Any:
+    def _read_tokenizer(path: Path) -> Any:
         """bert-base-multilingual-cased's WordPiece (cased, no accent stripping), as
         `BertTokenizer.from_pretrained` builds it in the reference."""
         from tokenizers import BertWordPieceTokenizer
@@ -325,7 +326,7 @@ class Bark:
         try:
             return BertWordPieceTokenizer(str(path), lowercase=False, strip_accents=False)
         except Exception as err:  # the tokenizers library raises its own exception types
-            raise EngineError(f"{where}: cannot read the tokenizer {path}: {err}") from err
+            raise EngineError(f"cannot read the tokenizer {path}: {err}") from err
 
     def close(self) -> None:
         """Drop the modules (torch frees the memory once nothing refers to it) and, on a GPU,
@@ -341,7 +342,7 @@ class Bark:
         """BERT ids of `text`, no special tokens (suno `_tokenize`)."""
         return np.asarray(self._tokenizer.encode(text, add_special_tokens=False).ids, np.int64)
 
-    def preset(self, speaker: str | None, where: str) -> Preset | None:
+    def preset(self, speaker: str | None) -> Preset | None:
         """The preset a voice's `speaker:` names: one of the release (`en_speaker_6`), or your
         own Suno `.npz` file (absolute, or relative to the catalog's folder); None: no preset
         (Bark then picks a random voice, the same for the same seed)."""
@@ -352,9 +353,9 @@ class Bark:
                 path = Path(speaker).expanduser()
                 if not path.is_absolute() and self._catalog_dir is not None:
                     path = self._catalog_dir / path
-                self._presets[speaker] = load_npz_preset(path, where)
+                self._presets[speaker] = load_npz_preset(path)
             else:
-                self._presets[speaker] = load_release_preset(self._presets_dir, speaker, where)
+                self._presets[speaker] = load_release_preset(self._presets_dir, speaker)
         return self._presets[speaker]
 
     # ---- stages
@@ -488,7 +489,7 @@ class Bark:
         where = f"voice {voice.name}"
         stats = stats if stats is not None else PieceStats(voice.name)
         options = self._settings.for_voice(voice.name, voice.options).options
-        history = self.preset(voice.speaker, where)
+        history = self.preset(voice.speaker)
         stats.prompt_tokens = SEMANTIC_HISTORY_TOKENS + 1  # merged text/history, infer token
 
         with stats.timing("decode", excluding="prefill"):

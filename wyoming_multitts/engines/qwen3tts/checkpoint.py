@@ -46,14 +46,12 @@ MAX_POSITIONS_DEFAULT = 32768
 `max_position_embeddings` (transformers' Qwen3Config defaults)."""
 
 
-def read_stack(
-    cfg: Mapping[str, Any], n_vocab: int, path: Path, where: str, prefix: str
-) -> LmShape:
+def read_stack(cfg: Mapping[str, Any], n_vocab: int, path: Path, prefix: str) -> LmShape:
     """A Qwen3 decoder stack as config.json's section `cfg` (keys `prefix`…) describes it, with
     `n_vocab` rows of embedding and output."""
 
     def key(name: str) -> Any:
-        return required(cfg, name, path, where, prefix)
+        return required(cfg, name, path, prefix)
 
     hidden, heads = int(key("hidden_size")), int(key("num_attention_heads"))
     try:
@@ -72,23 +70,22 @@ def read_stack(
             n_ctx_train=int(cfg.get("max_position_embeddings", MAX_POSITIONS_DEFAULT)),
         )
     except ValueError as err:
-        raise ConvertError(f"{where}: {path}: {prefix}: {err}; {ADVICE}") from err
+        raise ConvertError(f"{path}: {prefix}: {err}; {ADVICE}") from err
 
 
 def read_stacks(
-    raw: Mapping[str, Any], config: Qwen3TTSRuntimeConfig, model_dir: Path, where: str
+    raw: Mapping[str, Any], config: Qwen3TTSRuntimeConfig, model_dir: Path
 ) -> tuple[LmShape, LmShape]:
     """The talker (vocabulary: the codec ids) and the code predictor (one codebook)."""
     path = model_dir / "config.json"
-    talker_cfg = section(raw, "talker_config", model_dir, where)
-    predictor_cfg = section(talker_cfg, "code_predictor_config", model_dir, where, "talker_config.")
+    talker_cfg = section(raw, "talker_config", model_dir)
+    predictor_cfg = section(talker_cfg, "code_predictor_config", model_dir, "talker_config.")
     return (
-        read_stack(talker_cfg, config.talker_vocab, path, where, "talker_config."),
+        read_stack(talker_cfg, config.talker_vocab, path, "talker_config."),
         read_stack(
             predictor_cfg,
             config.codebook_size,
             path,
-            where,
             "talker_config.code_predictor_config.",
         ),
     )
@@ -137,20 +134,17 @@ def check_tensors(
     raw: Mapping[str, Any],
     stacks: tuple[LmShape, LmShape],
     model_dir: Path,
-    where: str,
 ) -> None:
     """ConvertError naming the first missing or misshapen tensor, before anything is written."""
-    text_hidden = int(
-        required(raw["talker_config"], "text_hidden_size", model_dir / "config.json", where)
-    )
+    text_hidden = int(required(raw["talker_config"], "text_hidden_size", model_dir / "config.json"))
     for name, shape in expected_tensors(config, *stacks, text_hidden).items():
         if name not in weights:
             raise ConvertError(
-                f"{where}: {model_dir}: the weights have no tensor {name!r} (needed for a "
+                f"{model_dir}: the weights have no tensor {name!r} (needed for a "
                 f"{config.tts_model_type} model); {ADVICE}"
             )
         if weights.shape(name) != shape:
             raise ConvertError(
-                f"{where}: {model_dir}: tensor {name!r} has shape {list(weights.shape(name))}, "
+                f"{model_dir}: tensor {name!r} has shape {list(weights.shape(name))}, "
                 f"config.json implies {list(shape)}; the weights do not match config.json"
             )

@@ -44,11 +44,11 @@ ReferenceKey = tuple[object, ...]
 """What a reference was computed from: path, mtime, size, and for ICL transcript and silence."""
 
 
-def refuse_reference(voice: VoiceSettings, model: str, kind: str, where: str) -> None:
+def refuse_reference(voice: VoiceSettings, model: str, kind: str) -> None:
     """A model that cannot clone (`kind` is not Base): an EngineError if `voice` asks to."""
     if voice.reference is not None:
         raise EngineError(
-            f"{where}: model {model} ({kind}) cannot clone a voice: remove 'reference:' from "
+            f"model {model} ({kind}) cannot clone a voice: remove 'reference:' from "
             "the voice, or use a Base model (e.g. Qwen/Qwen3-TTS-12Hz-0.6B-Base)"
         )
 
@@ -75,44 +75,43 @@ class VoiceCloner:
         self._references: dict[str, tuple[ReferenceKey, CloneReference]] = {}
         """voice name → (what the reference was computed from, the result)."""
 
-    def reference(self, voice: VoiceSettings, options: Qwen3Options, where: str) -> CloneReference:
+    def reference(self, voice: VoiceSettings, options: Qwen3Options) -> CloneReference:
         """The voice's x-vector (and, for ICL, reference codes and transcript tokens), computed
         once per voice and recomputed only when the recording, transcript or mode change."""
         ref = voice.reference
         if ref is None:
             raise EngineError(
-                f"{where}: model {self._model} is a Qwen3-TTS Base (voice cloning) model, so the "
+                f"model {self._model} is a Qwen3-TTS Base (voice cloning) model, so the "
                 "voice needs a reference recording: add `reference: {path: alice.wav, text: "
                 '"what alice.wav says"}` to the voice in the catalog (3-10 s of clean speech; '
                 "without 'text' only its x-vector is used)"
             )
         transcript = (ref.text or "").strip()
         icl = bool(transcript) and not options.x_vector_only
-        key = _reference_key(ref, transcript if icl else None, options, where)
+        key = _reference_key(ref, transcript if icl else None, options)
         cached = self._references.get(voice.name)
         if cached is not None and cached[0] == key:
             return cached[1]
-        reference = self._compute(ref, transcript if icl else None, options, where)
+        reference = self._compute(ref, transcript if icl else None, options)
         self._references[voice.name] = (key, reference)
         return reference
 
     def _compute(
-        self, ref: ReferenceAudio, transcript: str | None, options: Qwen3Options, where: str
+        self, ref: ReferenceAudio, transcript: str | None, options: Qwen3Options
     ) -> CloneReference:
         """Read, check and encode the recording; `transcript`: the ICL transcript, or None."""
         started = time.monotonic()
-        audio, rate, seconds = _read_reference(ref.path, where)  # audio at 24 kHz, float32
+        audio, rate, seconds = _read_reference(ref.path)  # audio at 24 kHz, float32
         x_vector = self._speaker_encoder.embed(audio)  # (H,) float32
         codes: np.ndarray | None = None
         text_ids: list[int] = []
         if transcript is not None:
             silence = np.zeros(round(options.reference_silence * ENCODER_SAMPLE_RATE), np.float32)
-            codes = self._load_speech_encoder(where).encode(np.concatenate([audio, silence]))
+            codes = self._load_speech_encoder().encode(np.concatenate([audio, silence]))
             text_ids = self._tokenize(transcript)  # codes (T_ref, G)
         _LOGGER.info(
-            "%s: reference %s (%.1f s at %d Hz): x-vector%s in %.2f s",
-            where,
-            ref.path.name,
+            "Reference %s (%.1f s at %d Hz): x-vector%s in %.2f s",
+            ref.path,
             seconds,
             rate,
             "" if codes is None else f", {len(codes)} reference frames (in-context clone)",
@@ -120,16 +119,16 @@ class VoiceCloner:
         )
         return CloneReference(x_vector=x_vector, codes=codes, text_ids=text_ids)
 
-    def _load_speech_encoder(self, where: str) -> Qwen3SpeechEncoder:
+    def _load_speech_encoder(self) -> Qwen3SpeechEncoder:
         if self._speech_encoder is None:
             self._speech_encoder = load_speech_encoder(
-                self._speech_tokenizer_dir, self._torch_device, where
+                self._speech_tokenizer_dir, self._torch_device
             )
         return self._speech_encoder
 
 
 def _reference_key(
-    ref: ReferenceAudio, transcript: str | None, options: Qwen3Options, where: str
+    ref: ReferenceAudio, transcript: str | None, options: Qwen3Options
 ) -> ReferenceKey:
     """What the reference depends on: the file's identity, and for ICL (`transcript` given)
     the transcript and the appended silence."""
@@ -137,7 +136,7 @@ def _reference_key(
         stat = ref.path.stat()
     except OSError as err:
         raise EngineError(
-            f"{where}: cannot read the reference audio {ref.path} ({err.strerror}); fix "
+            f"cannot read the reference audio {ref.path} ({err.strerror}); fix "
             "'reference:' of the voice in the catalog"
         ) from err
     return (
@@ -149,20 +148,19 @@ def _reference_key(
     )
 
 
-def _read_reference(path: Path, where: str) -> tuple[np.ndarray, int, float]:
+def _read_reference(path: Path) -> tuple[np.ndarray, int, float]:
     """The recording resampled to the speaker encoder's 24 kHz, its own rate and its length in
     seconds, which must be REFERENCE_MIN_SECONDS … REFERENCE_MAX_SECONDS."""
     try:
         audio, rate = read_wav(path)  # (n,) float32
     except (OSError, ValueError) as err:
         raise EngineError(
-            f"{where}: cannot read the reference audio {path} ({err}); use a 16-bit PCM "
-            "or float WAV file"
+            f"cannot read the reference audio {path} ({err}); use a 16-bit PCM " "or float WAV file"
         ) from err
     seconds = len(audio) / rate
     if not REFERENCE_MIN_SECONDS <= seconds <= REFERENCE_MAX_SECONDS:
         raise EngineError(
-            f"{where}: the reference audio {path} lasts {seconds:.1f} s; use "
+            f"the reference audio {path} lasts {seconds:.1f} s; use "
             f"{REFERENCE_MIN_SECONDS:g}-{REFERENCE_MAX_SECONDS:g} s (3-10 s of clean speech "
             "works best)"
         )

@@ -143,68 +143,66 @@ class Qwen3TTSRuntimeConfig:
         return self.talker_vocab - SUPPRESSED_CODEC_IDS
 
 
-def read_json(path: Path, where: str) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     """A JSON object of the release, or a ConvertError naming the file."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as err:
-        raise ConvertError(f"{where}: {path} is missing; {ADVICE}") from err
+        raise ConvertError(f"{path} is missing; {ADVICE}") from err
     except (OSError, ValueError) as err:
-        raise ConvertError(f"{where}: cannot read {path} ({err}); {ADVICE}") from err
+        raise ConvertError(f"cannot read {path} ({err}); {ADVICE}") from err
     if not isinstance(doc, dict):
-        raise ConvertError(f"{where}: {path} is not a JSON object; {ADVICE}")
+        raise ConvertError(f"{path} is not a JSON object; {ADVICE}")
     return doc
 
 
-def required(doc: Mapping[str, Any], key: str, path: Path, where: str, prefix: str = "") -> Any:
+def required(doc: Mapping[str, Any], key: str, path: Path, prefix: str = "") -> Any:
     """`doc[key]`, or a ConvertError naming the file and the dotted key."""
     if key not in doc or doc[key] is None:
-        raise ConvertError(f"{where}: {path} lacks {prefix}{key}; {ADVICE}")
+        raise ConvertError(f"{path} lacks {prefix}{key}; {ADVICE}")
     return doc[key]
 
 
-def section(
-    doc: Mapping[str, Any], key: str, model_dir: Path, where: str, prefix: str = ""
-) -> dict[str, Any]:
+def section(doc: Mapping[str, Any], key: str, model_dir: Path, prefix: str = "") -> dict[str, Any]:
     """The object `doc[key]` of config.json (`talker_config`, …)."""
-    value = required(doc, key, model_dir / "config.json", where, prefix)
+    value = required(doc, key, model_dir / "config.json", prefix)
     if not isinstance(value, dict):
-        raise ConvertError(f"{where}: {model_dir / 'config.json'}: {prefix}{key} is not an object")
+        raise ConvertError(f"{model_dir / 'config.json'}: {prefix}{key} is not an object")
     return value
 
 
-def read_generation(model_dir: Path, where: str) -> dict[str, Any] | None:
+def read_generation(model_dir: Path) -> dict[str, Any] | None:
     """generation_config.json, or None when the release has none."""
     path = model_dir / "generation_config.json"
-    return read_json(path, where) if path.exists() else None
+    return read_json(path) if path.exists() else None
 
 
 def runtime_config(
-    raw: Mapping[str, Any], generation: Mapping[str, Any] | None, model_dir: Path, where: str
+    raw: Mapping[str, Any], generation: Mapping[str, Any] | None, model_dir: Path
 ) -> Qwen3TTSRuntimeConfig:
     """The engine's view of config.json (+ generation_config.json, speech_tokenizer/config.json)."""
     path = model_dir / "config.json"
-    _check_model_type(raw, path, where)
-    talker = section(raw, "talker_config", model_dir, where)
-    predictor = section(talker, "code_predictor_config", model_dir, where, "talker_config.")
+    _check_model_type(raw, path)
+    talker = section(raw, "talker_config", model_dir)
+    predictor = section(talker, "code_predictor_config", model_dir, "talker_config.")
 
     def top(key: str) -> Any:
-        return required(raw, key, path, where)
+        return required(raw, key, path)
 
     def tk(key: str) -> Any:
-        return required(talker, key, path, where, "talker_config.")
+        return required(talker, key, path, "talker_config.")
 
     def pk(key: str) -> Any:
-        return required(predictor, key, path, where, "talker_config.code_predictor_config.")
+        return required(predictor, key, path, "talker_config.code_predictor_config.")
 
-    languages, speakers, dialects = _voices(talker, path, where)
+    languages, speakers, dialects = _voices(talker, path)
     num_code_groups = int(tk("num_code_groups"))
-    sample_rate, samples_per_frame = _speech_tokenizer(model_dir, num_code_groups, where)
+    sample_rate, samples_per_frame = _speech_tokenizer(model_dir, num_code_groups)
     talker_vocab = int(tk("vocab_size"))
     codebook_size = int(pk("vocab_size"))
     if talker_vocab != codebook_size + SUPPRESSED_CODEC_IDS:
         raise ConvertError(
-            f"{where}: {path}: talker_config.vocab_size {talker_vocab} is not the codebook size "
+            f"{path}: talker_config.vocab_size {talker_vocab} is not the codebook size "
             f"{codebook_size} + {SUPPRESSED_CODEC_IDS} that qwen-tts's sampling assumes"
         )
     gen = dict(generation or {})
@@ -242,32 +240,32 @@ def runtime_config(
     )
 
 
-def _check_model_type(raw: Mapping[str, Any], path: Path, where: str) -> None:
+def _check_model_type(raw: Mapping[str, Any], path: Path) -> None:
     """ConvertError unless config.json is a 12 Hz Qwen3-TTS model's."""
     if raw.get("model_type") != MODEL_TYPE:
         raise ConvertError(
-            f"{where}: {path} has model_type {raw.get('model_type')!r}, not '{MODEL_TYPE}': "
+            f"{path} has model_type {raw.get('model_type')!r}, not '{MODEL_TYPE}': "
             "point the catalog at a Qwen3-TTS model folder"
         )
     if raw.get("tokenizer_type") != TOKENIZER_TYPE:
         raise ConvertError(
-            f"{where}: {path} uses speech tokenizer {raw.get('tokenizer_type')!r}; only the 12 Hz "
+            f"{path} uses speech tokenizer {raw.get('tokenizer_type')!r}; only the 12 Hz "
             f"models ({TOKENIZER_TYPE}, the released ones) are supported"
         )
 
 
 def _voices(
-    talker: Mapping[str, Any], path: Path, where: str
+    talker: Mapping[str, Any], path: Path
 ) -> tuple[dict[str, int], dict[str, int], dict[str, str]]:
     """talker_config's languages, speakers and dialect speakers (lower-case names)."""
     rope = talker.get("rope_scaling") or {}
     if rope.get("rope_type", rope.get("type", "default")) != "default":
         raise ConvertError(
-            f"{where}: {path}: talker_config.rope_scaling.rope_type {rope.get('rope_type')!r} is "
+            f"{path}: talker_config.rope_scaling.rope_type {rope.get('rope_type')!r} is "
             "not supported (the released models use 'default')"
         )
     speakers = {
-        str(name).lower(): _codec_id(value, f"talker_config.spk_id.{name}", path, where)
+        str(name).lower(): _codec_id(value, f"talker_config.spk_id.{name}", path)
         for name, value in (talker.get("spk_id") or {}).items()
     }
     dialects = {
@@ -275,41 +273,41 @@ def _voices(
         for name, value in (talker.get("spk_is_dialect") or {}).items()
         if value
     }
-    language_ids = required(talker, "codec_language_id", path, where, "talker_config.")
+    language_ids = required(talker, "codec_language_id", path, "talker_config.")
     languages = {str(k).lower(): int(v) for k, v in language_ids.items()}
     for speaker, dialect in dialects.items():
         if dialect not in languages:
             raise ConvertError(
-                f"{where}: {path}: talker_config.spk_is_dialect.{speaker} names {dialect!r}, "
+                f"{path}: talker_config.spk_is_dialect.{speaker} names {dialect!r}, "
                 "which codec_language_id lacks"
             )
     return languages, speakers, dialects
 
 
-def _codec_id(value: Any, key: str, path: Path, where: str) -> int:
+def _codec_id(value: Any, key: str, path: Path) -> int:
     """A speaker id: an int, or a one-element list of one (both appear in the wild)."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConvertError(f"{where}: {path}: {key} must be a codec id, not {value!r}")
+        raise ConvertError(f"{path}: {key} must be a codec id, not {value!r}")
     return value
 
 
-def _speech_tokenizer(model_dir: Path, num_code_groups: int, where: str) -> tuple[int, int]:
+def _speech_tokenizer(model_dir: Path, num_code_groups: int) -> tuple[int, int]:
     """speech_tokenizer/config.json's output rate and samples per frame, after checking that
     its decoder takes the talker's number of codes per frame."""
     codec_path = model_dir / "speech_tokenizer" / "config.json"
-    codec = read_json(codec_path, where)
-    decoder = required(codec, "decoder_config", codec_path, where)
-    quantizers = int(required(decoder, "num_quantizers", codec_path, where, "decoder_config."))
+    codec = read_json(codec_path)
+    decoder = required(codec, "decoder_config", codec_path)
+    quantizers = int(required(decoder, "num_quantizers", codec_path, "decoder_config."))
     if quantizers != num_code_groups:
         raise ConvertError(
-            f"{where}: {codec_path}: decoder_config.num_quantizers differs from "
+            f"{codec_path}: decoder_config.num_quantizers differs from "
             f"talker_config.num_code_groups ({num_code_groups}); {ADVICE}"
         )
     return (
-        int(required(codec, "output_sample_rate", codec_path, where)),
-        int(required(codec, "decode_upsample_rate", codec_path, where)),
+        int(required(codec, "output_sample_rate", codec_path)),
+        int(required(codec, "decode_upsample_rate", codec_path)),
     )
 
 

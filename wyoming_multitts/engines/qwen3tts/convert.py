@@ -111,7 +111,7 @@ def converted_dir(model_dir: Path) -> Path:
     return model_dir.with_name(model_dir.name + LOCAL_CONVERTED_SUFFIX)
 
 
-def convert_once(model_dir: Path, matrix_type: str, where: str) -> ConvertedQwen3TTS:
+def convert_once(model_dir: Path, matrix_type: str) -> ConvertedQwen3TTS:
     """`convert` into `converted_dir(model_dir)`, one process at a time (a file lock beside it:
     two servers loading the same model wait for one conversion instead of clobbering it)."""
     out_dir = converted_dir(model_dir)
@@ -121,20 +121,18 @@ def convert_once(model_dir: Path, matrix_type: str, where: str) -> ConvertedQwen
         lock = open(lock_path, "a+b")  # pylint: disable=consider-using-with
     except OSError as err:
         raise EngineError(
-            f"{where}: cannot write beside {model_dir} ({err}); the converted model is cached "
+            f"cannot write beside {model_dir} ({err}); the converted model is cached "
             f"in {out_dir}: make that folder writable"
         ) from err
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return convert(model_dir, out_dir, where, matrix_type=matrix_type)
+        return convert(model_dir, out_dir, matrix_type=matrix_type)
 
 
-def convert(
-    model_dir: Path, out_dir: Path, where: str, *, matrix_type: str = "f16"
-) -> ConvertedQwen3TTS:
+def convert(model_dir: Path, out_dir: Path, *, matrix_type: str = "f16") -> ConvertedQwen3TTS:
     """Convert the snapshot in `model_dir` into `out_dir`, or reuse an earlier conversion.
 
-    `where` (e.g. "model qwen3tts-0.6b") starts every error message. `matrix_type` is "f16"
+    Errors name the file and what to do (the caller adds which model). `matrix_type` is "f16"
     (llama.cpp's usual choice; bf16 weights lose nothing that matters), "f32" (exact, twice
     the size; tests compare against qwen-tts with it) or "q8_0" (8-bit, faster on CPUs; see
     MATRIX_TYPES). Takes about a minute for 0.6B on 2 cores, most of it folding the 151936-row
@@ -146,9 +144,9 @@ def convert(
         )
     model_dir = Path(model_dir)
     out_dir = Path(out_dir)
-    raw = read_json(model_dir / "config.json", where)
-    config = runtime_config(raw, read_generation(model_dir, where), model_dir, where)
-    weights = SafetensorsFiles.open(model_dir, where, ADVICE)
+    raw = read_json(model_dir / "config.json")
+    config = runtime_config(raw, read_generation(model_dir), model_dir)
+    weights = SafetensorsFiles.open(model_dir, ADVICE)
     stamp = {
         "converter_version": CONVERTER_VERSION,
         "matrix_type": matrix_type,
@@ -158,52 +156,49 @@ def convert(
     files = (TALKER_GGUF, PREDICTOR_GGUF, TOKENIZER_GGUF, TABLES_NPZ)
     if manifest is not None and manifest.get("stamp") == stamp:
         if all((out_dir / name).is_file() for name in files):
-            _LOGGER.debug("%s: reusing the conversion in %s", where, out_dir)
+            _LOGGER.debug("%s: reusing the conversion in %s", model_dir, out_dir)
             return _result(out_dir, config, reused=True)
 
     start = time.monotonic()
     _LOGGER.info(
-        "%s: converting Qwen3-TTS %s %s from %s into %s (once; about a minute for 0.6B)",
-        where,
+        "Converting Qwen3-TTS %s %s from %s into %s (once; about a minute for 0.6B)",
         config.tts_model_type,
         config.tts_model_size,
         model_dir,
         out_dir,
     )
-    _clear(out_dir, where)
-    talker, predictor = stacks = read_stacks(raw, config, model_dir, where)
-    check_tensors(weights, config, raw, stacks, model_dir, where)
+    _clear(out_dir)
+    talker, predictor = stacks = read_stacks(raw, config, model_dir)
+    check_tensors(weights, config, raw, stacks, model_dir)
     matrix = MATRIX_TYPES[matrix_type]
     steps: dict[str, Callable[[Path], object]] = {
         TALKER_GGUF: lambda p: write_talker(p, weights, talker, matrix),
         PREDICTOR_GGUF: lambda p: write_predictor(p, weights, predictor, matrix),
-        TOKENIZER_GGUF: lambda p: write_tokenizer(p, model_dir, config, talker, where),
-        TABLES_NPZ: lambda p: write_tables(p, weights, config, matrix.dtype, where),
+        TOKENIZER_GGUF: lambda p: write_tokenizer(p, model_dir, config, talker),
+        TABLES_NPZ: lambda p: write_tables(p, weights, config, matrix.dtype),
         MANIFEST: lambda p: p.write_text(
             json.dumps({"stamp": stamp, "config": dataclasses.asdict(config)}, indent=2) + "\n",
             encoding="utf-8",
         ),
     }
     for name, write in steps.items():  # the manifest last
-        _write_step(out_dir, name, where, write)
-    _LOGGER.info("%s: conversion done in %.1f s (%s)", where, time.monotonic() - start, out_dir)
+        _write_step(out_dir, name, write)
+    _LOGGER.info("Conversion done in %.1f s (%s)", time.monotonic() - start, out_dir)
     return _result(out_dir, config, reused=False)
 
 
-def _clear(out_dir: Path, where: str) -> None:
+def _clear(out_dir: Path) -> None:
     """Create `out_dir`; delete its stale manifest and an interrupted conversion's leftovers."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ConvertError(
-            f"{where}: cannot create {out_dir} ({err}); check its permissions"
-        ) from err
+        raise ConvertError(f"cannot create {out_dir} ({err}); check its permissions") from err
     (out_dir / MANIFEST).unlink(missing_ok=True)  # the old stamp no longer describes the files
     for stale in out_dir.glob(f".*{PARTIAL_SUFFIX}"):  # left by an interrupted conversion
         stale.unlink(missing_ok=True)
 
 
-def _write_step(out_dir: Path, name: str, where: str, write: Callable[[Path], object]) -> None:
+def _write_step(out_dir: Path, name: str, write: Callable[[Path], object]) -> None:
     """Write `out_dir/name` under a temporary name, then rename it; log the time it took."""
     final = out_dir / name
     partial = out_dir / f".{name}.{os.getpid()}{PARTIAL_SUFFIX}"
@@ -214,16 +209,14 @@ def _write_step(out_dir: Path, name: str, where: str, write: Callable[[Path], ob
     except OSError as err:
         partial.unlink(missing_ok=True)
         raise ConvertError(
-            f"{where}: cannot write {final} ({err}); check the free space and permissions of "
-            f"{out_dir}"
+            f"cannot write {final} ({err}); check the free space and permissions of " f"{out_dir}"
         ) from err
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
     _LOGGER.info(
-        "%s: wrote %s (%.1f MB) in %.1f s",
-        where,
-        final.name,
+        "Wrote %s (%.1f MB) in %.1f s",
+        final,
         final.stat().st_size / 1e6,
         time.monotonic() - start,
     )
@@ -248,9 +241,9 @@ def _read_manifest(path: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def read_converted(out_dir: Path, where: str) -> ConvertedQwen3TTS:
+def read_converted(out_dir: Path) -> ConvertedQwen3TTS:
     """An earlier conversion's files and config, without checking the source (for inspection)."""
     manifest = _read_manifest(out_dir / MANIFEST)
     if manifest is None or "config" not in manifest:
-        raise ConvertError(f"{where}: {out_dir} holds no finished conversion ({MANIFEST} missing)")
+        raise ConvertError(f"{out_dir} holds no finished conversion ({MANIFEST} missing)")
     return _result(out_dir, Qwen3TTSRuntimeConfig(**manifest["config"]), reused=True)

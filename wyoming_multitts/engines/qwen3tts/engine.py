@@ -92,9 +92,9 @@ KV_BYTES_PER_VALUE = 2
 """The talker's KV cache is f16 (llama.cpp's default cache type)."""
 
 
-def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> int:
+def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
     """Weights (as converted), the speech tokenizer, and the talker's KV cache."""
-    options = apply_options(Qwen3Options(), model.options, where)
+    options = apply_options(Qwen3Options(), model.options)
     model_dir = paths["model"]
     try:
         talker = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))[
@@ -105,9 +105,7 @@ def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path], where: str) -> i
             talker.get("head_dim") or talker["hidden_size"] // talker["num_attention_heads"]
         )
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise EngineError(
-            f"{where}: {model_dir / 'config.json'} is not a Qwen3-TTS config ({err})"
-        ) from err
+        raise EngineError(f"{model_dir / 'config.json'} is not a Qwen3-TTS config ({err})") from err
     n_ctx = PROMPT_ROWS_MAX + options.max_frames
     kv_bytes = 2 * layers * n_ctx * kv_heads * head_dim * KV_BYTES_PER_VALUE  # K and V
     # the release is bf16; q8_0 converts to less, but its tables are f16: bound it by f16
@@ -145,17 +143,17 @@ class Qwen3TTS:
     max_text_chars = MAX_TEXT_CHARS
 
     def __init__(
-        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int, where: str
+        self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
     ) -> None:
-        matrix_type = apply_options(Qwen3Options(), model.options, where).matrix_type
+        matrix_type = apply_options(Qwen3Options(), model.options).matrix_type
         self._name = model.name
         with contextlib.ExitStack() as self._stack:
-            converted = convert_once(paths["model"], matrix_type, where)
+            converted = convert_once(paths["model"], matrix_type)
             config = self.config = converted.config
             talker_defaults, option_defaults = generation_defaults(config)
-            self._settings = VoiceOptions(option_defaults, talker_defaults, model.options, where)
+            self._settings = VoiceOptions(option_defaults, talker_defaults, model.options)
             self._options = self._settings.model.options
-            self._load_llama(converted, device, threads, where)
+            self._load_llama(converted, device, threads)
             self._tables = Qwen3Tables.read(converted.tables, config)
             self._code_predictor = CodePredictor(
                 self._predictor, self._tables, config.num_code_groups
@@ -164,14 +162,14 @@ class Qwen3TTS:
             self._codes_and_eos = np.append(self._codes, config.codec_eos_id)  # (codebook + 1,)
 
             set_torch_threads(threads)
-            torch_device = torch_device_for(device, where)
+            torch_device = torch_device_for(device)
             speech_tokenizer = paths["model"] / "speech_tokenizer"
-            self._codec = load_qwen3_codec(speech_tokenizer, torch_device, where)
+            self._codec = load_qwen3_codec(speech_tokenizer, torch_device)
             # voice cloning (Base): the speaker encoder now, the speech encoder on first ICL use
             self._speaker_encoder: SpeakerEncoder | None = None
             self._cloner: VoiceCloner | None = None
             if config.tts_model_type == BASE_KIND:
-                self._speaker_encoder = load_speaker_encoder(paths["model"], torch_device, where)
+                self._speaker_encoder = load_speaker_encoder(paths["model"], torch_device)
                 self._cloner = VoiceCloner(
                     self._name,
                     self._speaker_encoder,
@@ -185,15 +183,13 @@ class Qwen3TTS:
         """The codes of the last text piece, (frames, num_code_groups) int64 (for tests)."""
         _LOGGER.info(
             "%s: Qwen3-TTS %s %s, speakers %s",
-            where,
+            paths["model"],
             config.tts_model_type,
             config.tts_model_size,
             ", ".join(config.speakers) or "none",
         )
 
-    def _load_llama(
-        self, converted: ConvertedQwen3TTS, device: Device, threads: int, where: str
-    ) -> None:
+    def _load_llama(self, converted: ConvertedQwen3TTS, device: Device, threads: int) -> None:
         """llama.cpp: the talker (one context for prompt + frames), the predictor (one frame),
         the text tokenizer (vocabulary only)."""
         self._talker = self._own(
@@ -202,7 +198,6 @@ class Qwen3TTS:
                 device,
                 n_ctx=PROMPT_ROWS_MAX + self._options.max_frames,
                 threads=threads,
-                where=where,
                 hidden_states=True,
             )
         )
@@ -213,7 +208,6 @@ class Qwen3TTS:
                 n_ctx=self.config.num_code_groups,  # 2 prefill rows + 14 steps
                 n_batch=PREFILL_ROWS,
                 threads=threads,
-                where=where,
                 hidden_states=True,
             )
         )
@@ -223,14 +217,13 @@ class Qwen3TTS:
                 device,
                 n_ctx=0,
                 threads=threads,
-                where=where,
                 vocab_only=True,
             )
         )
         self._role_ids = self._tokenizer.tokenize(ROLE_TEXT, special=True)
         if len(self._role_ids) != ROLE_TOKENS or self._role_ids[0] != self.config.im_start_id:
             raise EngineError(
-                f"{where}: {converted.text_tokenizer} tokenizes {ROLE_TEXT!r} as "
+                f"{converted.text_tokenizer} tokenizes {ROLE_TEXT!r} as "
                 f"{self._role_ids}, not <|im_start|> assistant \\n; delete "
                 f"{converted.directory} to convert again"
             )
@@ -272,22 +265,18 @@ class Qwen3TTS:
         text: str,
         voice: VoiceSettings,
         options: Qwen3Options,
-        where: str,
         reference: CloneReference | None = None,
     ) -> Qwen3Prompt:
         """The talker's prefill for `text` in `voice`, exactly as qwen-tts builds it;
         `reference`: a Base voice's clone reference (`clone_reference`)."""
-        speaker = speaker_key(self.config, voice.speaker, self._name, where)
-        try:
-            prefix = self.codec_prefix(voice.language, speaker, options.codec_language)
-        except EngineError as err:
-            raise EngineError(f"{where}: {err}") from err
+        speaker = speaker_key(self.config, voice.speaker, self._name)
+        prefix = self.codec_prefix(voice.language, speaker, options.codec_language)
         # the text between the role tokens and `<|im_end|>`: tokenized on its own, with special
         # tokens off, it tokenizes as inside the whole wrapped string (the pre-tokenizer always
         # splits after the role's newline)
         body = self._tokenizer.tokenize(text.strip(), special=False)
         if not body:
-            raise EngineError(f"{where}: nothing to say in {text!r}")
+            raise EngineError(f"nothing to say in {text!r}")
         instruct = instruct_text(options.instruct, self.config)
         ids = PromptIds(
             instruct=[] if instruct is None else self._tokenizer.tokenize(instruct, special=True),
@@ -295,19 +284,15 @@ class Qwen3TTS:
             codec_prefix=prefix,
             text=body,
         )
-        return build_prompt(
-            self.config, self._tables, ids, reference, options.streaming_text, where
-        )
+        return build_prompt(self.config, self._tables, ids, reference, options.streaming_text)
 
-    def clone_reference(
-        self, voice: VoiceSettings, options: Qwen3Options, where: str
-    ) -> CloneReference | None:
+    def clone_reference(self, voice: VoiceSettings, options: Qwen3Options) -> CloneReference | None:
         """A Base voice's x-vector (and, for ICL, reference codes and transcript tokens), computed
         once per voice (`clone.VoiceCloner`); None for the other kinds of model."""
         if self._cloner is None:  # not a Base model
-            refuse_reference(voice, self._name, self.config.tts_model_type, where)
+            refuse_reference(voice, self._name, self.config.tts_model_type)
             return None
-        return self._cloner.reference(voice, options, where)
+        return self._cloner.reference(voice, options)
 
     def _next_input(self, codes: np.ndarray, text_side: np.ndarray) -> np.ndarray:
         """The talker's next input row (1, H): the 16 codebook embeddings plus the text side."""
@@ -326,14 +311,14 @@ class Qwen3TTS:
         where = f"voice {voice.name}"
         stats = stats if stats is not None else PieceStats(voice.name)
         if "matrix_type" in voice.options:
-            raise EngineError(f"{where}: matrix_type is a model option, not a voice option")
+            raise EngineError("matrix_type is a model option, not a voice option")
         settings = self._settings.for_voice(voice.name, voice.options)
         options, sampling = settings.options, settings.sampling
 
         # prompt (a cloned voice's reference is read and encoded on its first use) and prefill
         with stats.timing("prefill"):
-            reference = self.clone_reference(voice, options, where)
-            prompt = self.prompt(text, voice, options, where, reference)
+            reference = self.clone_reference(voice, options)
+            prompt = self.prompt(text, voice, options, reference)
             piece = self._piece(prompt, reference, options, sampling, stats)
             stream = self._stream(piece, options)
             self._talker.reset()

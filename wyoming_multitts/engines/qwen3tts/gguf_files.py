@@ -86,13 +86,13 @@ def write_predictor(
 
 
 def write_tokenizer(
-    path: Path, model_dir: Path, config: Qwen3TTSRuntimeConfig, stack: LmShape, where: str
+    path: Path, model_dir: Path, config: Qwen3TTSRuntimeConfig, stack: LmShape
 ) -> None:
     """A vocabulary-only GGUF (no tensors) with the snapshot's Qwen2 tokenizer; its hyper-
     parameters are the talker's `stack` (llama.cpp reads them even when it loads the vocabulary
     only)."""
-    tokens, types = _text_tokens(model_dir, config.text_vocab, where)
-    merges = _read_merges(model_dir / "merges.txt", where)
+    tokens, types = _text_tokens(model_dir, config.text_vocab)
+    merges = _read_merges(model_dir / "merges.txt")
     token_id = {token: i for i, token in enumerate(tokens)}
     shape = dataclasses.replace(stack, n_vocab=len(tokens))
 
@@ -184,13 +184,13 @@ def _loader(weights: SafetensorsFiles, name: str) -> Callable[[], np.ndarray]:
     return lambda: weights.get(name)
 
 
-def _text_tokens(model_dir: Path, n_vocab: int, where: str) -> tuple[list[str], list[int]]:
+def _text_tokens(model_dir: Path, n_vocab: int) -> tuple[list[str], list[int]]:
     """Token strings and types by id: vocab.json (NORMAL), added tokens (CONTROL when special,
     else USER_DEFINED, as llama.cpp's converter marks them), `[PADn]` (UNUSED) up to n_vocab."""
     vocab_path = model_dir / "vocab.json"
     config_path = model_dir / "tokenizer_config.json"
-    vocab = read_json(vocab_path, where)
-    added = required(read_json(config_path, where), "added_tokens_decoder", config_path, where)
+    vocab = read_json(vocab_path)
+    added = required(read_json(config_path), "added_tokens_decoder", config_path)
     tokens: list[str | None] = [None] * n_vocab
     types = [int(gguf.TokenType.UNUSED)] * n_vocab
     entries = [(int(i), token, gguf.TokenType.NORMAL, vocab_path) for token, i in vocab.items()]
@@ -206,7 +206,7 @@ def _text_tokens(model_dir: Path, n_vocab: int, where: str) -> tuple[list[str], 
     for i, token, kind, source in entries:
         if not 0 <= i < n_vocab:
             raise ConvertError(
-                f"{where}: {source}: token {token!r} has id {i}, outside the text table's "
+                f"{source}: token {token!r} has id {i}, outside the text table's "
                 f"{n_vocab} rows (talker_config.text_vocab_size); {ADVICE}"
             )
         tokens[i] = token
@@ -214,9 +214,9 @@ def _text_tokens(model_dir: Path, n_vocab: int, where: str) -> tuple[list[str], 
     return [f"[PAD{i}]" if token is None else token for i, token in enumerate(tokens)], types
 
 
-def _read_merges(path: Path, where: str) -> list[str]:
+def _read_merges(path: Path) -> list[str]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as err:
-        raise ConvertError(f"{where}: cannot read {path} ({err}); {ADVICE}") from err
+        raise ConvertError(f"cannot read {path} ({err}); {ADVICE}") from err
     return [line for line in lines if line and not line.startswith(MERGES_VERSION)]

@@ -101,22 +101,20 @@ def instruct_text(instruct: str, config: Qwen3TTSRuntimeConfig) -> str | None:
     return INSTRUCT_TEXT.format(instruct=instruct)
 
 
-def speaker_key(
-    config: Qwen3TTSRuntimeConfig, name: str | None, model: str, where: str
-) -> str | None:
+def speaker_key(config: Qwen3TTSRuntimeConfig, name: str | None, model: str) -> str | None:
     """The config's key for a voice's speaker (lower-case), checked against `model`."""
     if config.tts_model_type != CUSTOM_VOICE_KIND:
         if name is not None:
             raise EngineError(
-                f"{where}: model {model} ({config.tts_model_type}) has no named "
+                f"model {model} ({config.tts_model_type}) has no named "
                 f"speakers; remove 'speaker: {name}' from the voice"
             )
         return None
     known = ", ".join(config.speakers)
     if name is None:
-        raise EngineError(f"{where}: model {model} needs a speaker (speakers: {known})")
+        raise EngineError(f"model {model} needs a speaker (speakers: {known})")
     if name.lower() not in config.speakers:
-        raise EngineError(f"{where}: model {model} has no speaker {name!r} (speakers: {known})")
+        raise EngineError(f"model {model} has no speaker {name!r} (speakers: {known})")
     return name.lower()
 
 
@@ -172,7 +170,6 @@ def build_prompt(
     ids: PromptIds,
     reference: CloneReference | None,
     streaming: bool,
-    where: str,
 ) -> Qwen3Prompt:
     """The talker's prefill (and trailing text) of `ids`; `reference`: a Base voice's clone
     reference; `streaming`: the streaming-text mode."""
@@ -191,7 +188,7 @@ def build_prompt(
             "shorter one"
         )
         raise EngineError(
-            f"{where}: a text piece of {len(ids.text)} tokens is too long for the prompt "
+            f"a text piece of {len(ids.text)} tokens is too long for the prompt "
             f"({len(rows)} of {PROMPT_ROWS_MAX} rows{clone})"
         )
     return Qwen3Prompt(rows=rows, trailing=trailing, text_tokens=len(ids.text))

@@ -304,7 +304,7 @@ class SpeakerEncoder(nn.Module):
             return self(self.front_end(wave))[0].float().cpu().numpy()  # (enc_dim,)
 
 
-def load_speaker_encoder(model_dir: Path, device: torch.device, where: str) -> SpeakerEncoder:
+def load_speaker_encoder(model_dir: Path, device: torch.device) -> SpeakerEncoder:
     """The speaker encoder of a Base snapshot (config.json's speaker_encoder_config, the
     `speaker_encoder.*` tensors of model.safetensors) on `device`, float32."""
     config_path = model_dir / "config.json"
@@ -316,18 +316,16 @@ def load_speaker_encoder(model_dir: Path, device: torch.device, where: str) -> S
         )
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise EngineError(
-            f"{where}: {config_path} has no usable speaker_encoder_config ({err}); a Base model's "
+            f"{config_path} has no usable speaker_encoder_config ({err}); a Base model's "
             "config.json has one"
         ) from err
     if config.sample_rate != MEL_SAMPLE_RATE or config.mel_dim != MEL_BINS:
         raise EngineError(
-            f"{where}: {config_path}: the speaker encoder must take {MEL_BINS} mel bins at "
+            f"{config_path}: the speaker encoder must take {MEL_BINS} mel bins at "
             f"{MEL_SAMPLE_RATE} Hz (qwen-tts's front-end), not {config.mel_dim} at "
             f"{config.sample_rate}"
         )
     encoder = SpeakerEncoder(config)
-    count = load_module_tensors(
-        encoder, weight_files(model_dir, where), SPEAKER_PREFIX, "speaker encoder", where
-    )
-    _LOGGER.debug("%s: loaded %d speaker-encoder tensors", where, count)
+    count = load_module_tensors(encoder, weight_files(model_dir), SPEAKER_PREFIX, "speaker encoder")
+    _LOGGER.debug("%s: loaded %d speaker-encoder tensors", model_dir, count)
     return encoder.to(device).eval()

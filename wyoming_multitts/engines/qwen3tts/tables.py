@@ -82,14 +82,13 @@ def write_tables(
     weights: SafetensorsFiles,
     config: Qwen3TTSRuntimeConfig,
     dtype: type,
-    where: str,
 ) -> None:
     """tables.npz; the text table falls back to float32 if a value would overflow float16."""
     try:
-        _write_tables_as(path, weights, config, dtype, where)
+        _write_tables_as(path, weights, config, dtype)
     except _Float16Overflow:
-        _LOGGER.warning("%s: folded text table exceeds float16; storing it as float32", where)
-        _write_tables_as(path, weights, config, np.float32, where)
+        _LOGGER.warning("%s: folded text table exceeds float16; storing it as float32", path)
+        _write_tables_as(path, weights, config, np.float32)
 
 
 def _write_tables_as(
@@ -97,7 +96,6 @@ def _write_tables_as(
     weights: SafetensorsFiles,
     config: Qwen3TTSRuntimeConfig,
     dtype: type,
-    where: str,
 ) -> None:
     fold = TextProjection.read(weights)
     groups = config.num_code_groups - 1
@@ -107,7 +105,7 @@ def _write_tables_as(
             "text_embeddings",
             (config.text_vocab, config.talker_hidden),
             dtype,
-            _folded_rows(weights, fold, config.text_vocab, dtype, where),
+            _folded_rows(weights, fold, config.text_vocab, dtype),
         )
         special = np.concatenate(
             [
@@ -165,7 +163,7 @@ class TextProjection:
 
 
 def _folded_rows(
-    weights: SafetensorsFiles, fold: TextProjection, n_rows: int, dtype: type, where: str
+    weights: SafetensorsFiles, fold: TextProjection, n_rows: int, dtype: type
 ) -> Iterator[np.ndarray]:
     """The text table through text_projection, FOLD_ROWS rows at a time (progress logged)."""
     start = time.monotonic()
@@ -178,8 +176,7 @@ def _folded_rows(
         yield folded.astype(dtype)
         if end / n_rows >= next_report and end < n_rows:
             _LOGGER.info(
-                "%s: folding the text table: %d of %d rows (%.0f s)",
-                where,
+                "Folding the text table: %d of %d rows (%.0f s)",
                 end,
                 n_rows,
                 time.monotonic() - start,
