@@ -19,6 +19,7 @@ import torch
 from tools.modelgen import bark as bark_models
 from wyoming_multitts.catalog import DEFAULT_CATALOG, ModelSpec, load_catalog
 from wyoming_multitts.devices import CPU, Device
+from wyoming_multitts.engines.bark import checkpoint as bark_checkpoint
 from wyoming_multitts.engines.bark import engine as bark
 from wyoming_multitts.engines.bark import presets as bark_presets
 from wyoming_multitts.engines.base import VoiceSettings
@@ -328,11 +329,11 @@ def test_weights_that_would_run_code_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "pytorch_model.bin"
     torch.save({"semantic.lm_head.weight": torch.zeros(2), "x": _Payload()}, path)
     with pytest.raises(EngineError, match=r"^cannot load .*pytorch_model.bin as plain"):
-        bark.load_weights(path)
+        bark_checkpoint.load_weights(path)
     with open(tmp_path / "plain.pkl", "wb") as out:
         pickle.dump({"x": _Payload()}, out)
     with pytest.raises(EngineError, match="plain.pkl"):
-        bark.load_weights(tmp_path / "plain.pkl")
+        bark_checkpoint.load_weights(tmp_path / "plain.pkl")
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,7 @@ from wyoming_multitts.codecs.qwen3_12hz import load_qwen3_codec
 from wyoming_multitts.codecs.snac24 import SnacDecoder
 from wyoming_multitts.codecs.wavtokenizer import WavTokenizerVocoder
 from wyoming_multitts.devices import CPU, set_torch_threads
+from wyoming_multitts.engines.bark import checkpoint as bark_checkpoint
 from wyoming_multitts.engines.bark import engine as bark
 from wyoming_multitts.engines.orpheus import engine as orpheus
 from wyoming_multitts.engines.outetts import engine as outetts
@@ -175,7 +176,7 @@ def bark_window(model: ModelSpec, threads: int) -> CodecWindow:
     set_torch_threads(threads)
     folder = _local_path(model, "model")
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    weights = bark.load_weights(folder / "pytorch_model.bin")
+    weights = bark_checkpoint.load_weights(folder / "pytorch_model.bin")
     codec = Encodec24Decoder(config["codec_config"], weights, CPU_TORCH)
     frames = bark.coarse_steps(options.max_semantic_tokens) // bark.N_COARSE_CODEBOOKS
     codes = torch.from_numpy(

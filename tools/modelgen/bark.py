@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from wyoming_multitts.codecs.encodec24 import checkpoint_name, encodec_modules
-from wyoming_multitts.engines.bark import engine as bark
+from wyoming_multitts.engines.bark import checkpoint as bark_checkpoint
 from wyoming_multitts.engines.bark import presets
 from wyoming_multitts.engines.bark.gpt import CausalGPT, FineGPT, GPTConfig
 
@@ -151,7 +151,7 @@ def _random_stage(module: CausalGPT | FineGPT, prefix: str, generator: torch.Gen
     else:  # transformers keeps each causal layer's mask as a (saved) buffer
         mask = torch.tril(torch.ones(BLOCK_SIZE, BLOCK_SIZE, dtype=torch.bool))[None, None]
         for index in range(len(module.layers)):
-            state[f"{prefix}layers.{index}{bark.CAUSAL_MASK_SUFFIX}"] = mask
+            state[f"{prefix}layers.{index}{bark_checkpoint.CAUSAL_MASK_SUFFIX}"] = mask
     return state
 
 
@@ -192,8 +192,8 @@ def write_weights(path: Path, config: dict[str, Any], seed: int) -> int:
     """pytorch_model.bin of random weights for `config`; returns its size in bytes."""
     generator = torch.Generator().manual_seed(seed)
     state: dict[str, torch.Tensor] = {}
-    for stage, prefix in bark.STAGE_PREFIXES.items():
-        gpt_config = GPTConfig.from_json(config[bark.STAGE_CONFIGS[stage]])
+    for stage, prefix in bark_checkpoint.STAGE_PREFIXES.items():
+        gpt_config = GPTConfig.from_json(config[bark_checkpoint.STAGE_CONFIGS[stage]])
         with torch.device("meta"):
             module = FineGPT(gpt_config) if stage == "fine" else CausalGPT(gpt_config)
         state.update(_random_stage(module, prefix, generator))

@@ -23,14 +23,13 @@ MAX_TEXT_CHARS, about Bark's 13-second window.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, TypeVar
+from typing import Iterator, Mapping
 
 import numpy as np
 import torch
@@ -43,7 +42,8 @@ from ...options import VoiceOptions
 from ...sampling import Sampler, SamplingConfig
 from ...stats import PieceStats
 from ..base import VoiceSettings
-from .gpt import CausalGPT, FineGPT, GPTConfig
+from .checkpoint import STAGE_CONFIGS, load_stage, load_weights, read_config, read_tokenizer
+from .gpt import CausalGPT, FineGPT
 from .presets import (
     COARSE_HISTORY_RANGE,
     COARSE_SEMANTIC_WINDOW,
@@ -77,9 +77,6 @@ from .presets import (
 
 _LOGGER = logging.getLogger(__name__)
 
-StageT = TypeVar("StageT", CausalGPT, FineGPT)
-"""The module class of a stage."""
-
 MAX_TEXT_CHARS = 200
 """Longer text is spoken in pieces: ~13 s of speech at ~15 characters a second, what Bark's
 semantic window holds (its README: "works well with around 13 seconds")."""
@@ -99,16 +96,6 @@ FILES: Mapping[str, tuple[str, ...] | None] = {
 }
 """The model folder (config, weights of all stages and the codec, tokenizer) and the presets
 (130 × 3 small arrays; the same in `suno/bark` and `suno/bark-small`)."""
-STAGE_PREFIXES = {"semantic": "semantic.", "coarse": "coarse_acoustics.", "fine": "fine_acoustics."}
-"""Stage → prefix of its tensors in `pytorch_model.bin`."""
-STAGE_CONFIGS = {
-    "semantic": "semantic_config",
-    "coarse": "coarse_acoustics_config",
-    "fine": "fine_acoustics_config",
-}
-"""Stage → its sub-config in config.json."""
-CAUSAL_MASK_SUFFIX = ".attn.bias"
-"""transformers stores each causal layer's mask as a buffer; SDPA builds it instead."""
 FLOAT = torch.float32
 """Every stage runs in float32, the release's dtype (the reference on a CPU does too)."""
 KV_BYTES_PER_POSITION = 2 * 4
@@ -180,75 +167,9 @@ class BarkTokens:
     """(8, F) int64; F frames make F × 320 samples."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Loading
-
-
-def _read_config(folder: Path) -> dict[str, Any]:
-    """config.json of the release, checked to hold the three stages' and the codec's configs."""
-    path = folder / "config.json"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(config.get("codec_config"), dict):
-            raise ValueError("no codec_config mapping")
-        for key in STAGE_CONFIGS.values():
-            GPTConfig.from_json(config[key])
-        return config
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise EngineError(f"{path} is not a Bark config.json ({err!r})") from err
-
-
-def load_weights(path: Path) -> dict[str, torch.Tensor]:
-    """The state dict of `pytorch_model.bin`, read with `weights_only=True`: tensors and plain
-    containers only, so a file that would run code when unpickled is refused."""
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception as err:  # pickle, zip and torch errors alike: the file is unusable
-        raise EngineError(
-            f"cannot load {path} as plain tensors ({type(err).__name__}: "
-            f"{str(err).splitlines()[0] if str(err) else ''}); delete it to download it again"
-        ) from err
-    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise EngineError(f"{path} is not a state dict of tensors")
-    return state
-
-
-def _stage(
-    kind: type[StageT],
-    name: str,
-    config: Mapping[str, Any],
-    state: Mapping[str, torch.Tensor],
-) -> StageT:
-    """Stage `name` as a `kind` module with its weights (built on the meta device, then given
-    the loaded tensors themselves: no random init, no copy)."""
-    gpt_config = GPTConfig.from_json(config[STAGE_CONFIGS[name]])
-    prefix = STAGE_PREFIXES[name]
-    weights = {
-        key.removeprefix(prefix): value
-        for key, value in state.items()
-        if key.startswith(prefix) and not key.endswith(CAUSAL_MASK_SUFFIX)
-    }
-    with torch.device("meta"):
-        module = kind(gpt_config)
-    tied = {key for key in module.state_dict() if key.startswith("lm_heads.")}
-    missing, unexpected = module.load_state_dict(weights, strict=False, assign=True)
-    missing = [key for key in missing if key not in tied]
-    if missing or unexpected:
-        raise EngineError(
-            f"the {name} stage's tensors ({prefix}*) do not match its config: missing "
-            f"{', '.join(missing[:5]) or 'none'}; unexpected {', '.join(unexpected[:5]) or 'none'}"
-        )
-    if isinstance(module, FineGPT):
-        module.tie_weights()  # the heads take the (assigned) embeddings again
-    for key, value in module.state_dict().items():
-        if value.is_meta:
-            raise EngineError(f"no weights for {prefix}{key}")
-    return module.eval()
-
-
 def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
     """The weights file (every stage and the codec, float32) plus the causal stages' KV caches."""
-    config = _read_config(paths["model"])
+    config = read_config(paths["model"])
     cache = sum(
         KV_BYTES_PER_POSITION
         * int(config[STAGE_CONFIGS[stage]]["num_layers"])
@@ -275,16 +196,18 @@ class Bark:
         set_torch_threads(threads)
 
         folder = paths["model"]
-        config = _read_config(folder)
-        self._tokenizer = self._read_tokenizer(folder / "vocab.txt")
+        config = read_config(folder)
+        self._tokenizer = read_tokenizer(folder / "vocab.txt")
         weights = folder / "pytorch_model.bin"
         state = load_weights(weights)
         with context(str(weights)):
-            self.semantic_model = _stage(CausalGPT, "semantic", config, state).to(
+            self.semantic_model = load_stage(CausalGPT, "semantic", config, state).to(
                 self.device, FLOAT
             )
-            self.coarse_model = _stage(CausalGPT, "coarse", config, state).to(self.device, FLOAT)
-            self.fine_model = _stage(FineGPT, "fine", config, state).to(self.device, FLOAT)
+            self.coarse_model = load_stage(CausalGPT, "coarse", config, state).to(
+                self.device, FLOAT
+            )
+            self.fine_model = load_stage(FineGPT, "fine", config, state).to(self.device, FLOAT)
         try:
             self.codec = Encodec24Decoder(config["codec_config"], state, self.device)
         except CodecError as err:
@@ -316,17 +239,6 @@ class Bark:
                 )
             _LOGGER.info("Bark runs in torch, which cannot use %s: the CPU", device.name)
         return torch_device_for(device)
-
-    @staticmethod
-    def _read_tokenizer(path: Path) -> Any:
-        """bert-base-multilingual-cased's WordPiece (cased, no accent stripping), as
-        `BertTokenizer.from_pretrained` builds it in the reference."""
-        from tokenizers import BertWordPieceTokenizer
-
-        try:
-            return BertWordPieceTokenizer(str(path), lowercase=False, strip_accents=False)
-        except Exception as err:  # the tokenizers library raises its own exception types
-            raise EngineError(f"cannot read the tokenizer {path}: {err}") from err
 
     def close(self) -> None:
         """Drop the modules (torch frees the memory once nothing refers to it) and, on a GPU,
