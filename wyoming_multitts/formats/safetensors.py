@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConvertError, EngineError
+from . import read_json_object
 
 if TYPE_CHECKING:
     from torch import nn
@@ -40,14 +41,7 @@ def weight_files(model_dir: Path, advice: str = DOWNLOAD_AGAIN) -> list[Path]:
     index = model_dir / WEIGHTS_INDEX
     if not index.exists():
         return [model_dir / WEIGHTS]
-    try:
-        doc = json.loads(index.read_text(encoding="utf-8"))
-    except FileNotFoundError as err:
-        raise ConvertError(f"{index} is missing; {advice}") from err
-    except (OSError, ValueError) as err:
-        raise ConvertError(f"cannot read {index} ({err}); {advice}") from err
-    if not isinstance(doc, dict):
-        raise ConvertError(f"{index} is not a JSON object; {advice}")
+    doc = read_json_object(index, advice)
     if doc.get("weight_map") is None:
         raise ConvertError(f"{index} lacks weight_map; {advice}")
     return sorted({model_dir / name for name in doc["weight_map"].values()})

@@ -8,7 +8,6 @@ Key names and fallbacks: qwen-tts 0.1.1 (`core/models/configuration_qwen3_tts.py
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ import gguf
 import numpy as np
 
 from ...errors import ConvertError
+from ...formats import read_json_object
 from ...sampling import SamplingConfig
 
 ADVICE = (
@@ -145,15 +145,7 @@ class Qwen3TTSRuntimeConfig:
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object of the release, or a ConvertError naming the file."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as err:
-        raise ConvertError(f"{path} is missing; {ADVICE}") from err
-    except (OSError, ValueError) as err:
-        raise ConvertError(f"cannot read {path} ({err}); {ADVICE}") from err
-    if not isinstance(doc, dict):
-        raise ConvertError(f"{path} is not a JSON object; {ADVICE}")
-    return doc
+    return read_json_object(path, ADVICE)
 
 
 def required(doc: Mapping[str, Any], key: str, path: Path, prefix: str = "") -> Any:
