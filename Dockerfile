@@ -1,14 +1,20 @@
 # wyoming-multitts as a container (README, "Installation"): amd64 and arm64.
 #
 #   docker build -t wyoming-multitts .                                    # CPU (default)
-#   docker build --build-arg ACCEL=cuda -t wyoming-multitts:cuda .        # NVIDIA GPU, amd64
 #   docker build --build-arg ACCEL=vulkan -t wyoming-multitts:vulkan .    # Vulkan GPU
+#   docker build --build-arg ACCEL=cuda \                                 # NVIDIA GPU, amd64
+#       --build-arg BUILD_BASE=nvidia/cuda:12.8.1-devel-ubuntu24.04 \
+#       --build-arg RUNTIME_BASE=nvidia/cuda:12.8.1-runtime-ubuntu24.04 -t wyoming-multitts:cuda .
 #   docker run -d -p 10200:10200 -v multitts-data:/data wyoming-multitts [FLAGS]
 #
-# ACCEL picks the base images, llama.cpp's CMake flags and the torch build (stages below).
+# `podman build --format docker` and `buildah bud --format docker` build it the same way (the OCI
+# format has no HEALTHCHECK or SHELL), and so does Docker without BuildKit:
+# the base images are ARGs, not stage names made of ARGs (which only BuildKit resolves).
+# ACCEL picks llama.cpp's CMake flags, the torch build and the extra system packages
+# (docker/install-server); a CUDA build needs CUDA base images, as above.
 # More CMake flags: --build-arg CMAKE_ARGS="-DGGML_NATIVE=ON" (faster, but only on CPUs like the
 # build machine's), or e.g. "-DCMAKE_CUDA_ARCHITECTURES=89" to compile CUDA for one GPU only.
-# Another CUDA: --build-arg CUDA_VERSION=12.6.3 --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126
+# Another CUDA: other nvidia/cuda base images and --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126
 #
 # The builder compiles llama-cpp-python into /app/.venv; the runtime image gets /app (the source
 # and .venv, as script/setup lays them out) without compilers. The server runs as user multitts
@@ -16,66 +22,30 @@
 
 # Lint: hadolint (tests/test_deploy.py). Its DL3008 (pin apt package versions) is ignored: Debian
 # replaces a version with each security update, and a pinned build then fails. DL3006 (tag every
-# image) is ignored where FROM names a stage of this file.
+# image) is ignored where FROM names an ARG (its default is tagged).
 
-ARG ACCEL=cpu
-ARG CUDA_VERSION=12.8.1
-ARG CUDA_UBUNTU=ubuntu24.04
-
-# ---- per-accelerator base images (BuildKit builds only the ones ACCEL selects)
-
-# The image may run on another CPU than the build machine's: no -march=native. On x86 ggml then
-# compiles for AVX2, FMA, F16C and BMI2 (Haswell and later): README, "With Docker", for older CPUs.
-FROM debian:trixie-slim AS build-cpu
-ENV ACCEL_CMAKE_ARGS="-DGGML_NATIVE=OFF" \
-    ACCEL_TORCH_INDEX="https://download.pytorch.org/whl/cpu"
-
-FROM nvidia/cuda:${CUDA_VERSION}-devel-${CUDA_UBUNTU} AS build-cuda
-# torch from the index of the same CUDA major.minor as the base image (cu128 = CUDA 12.8)
-ENV ACCEL_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_CUDA=on" \
-    ACCEL_TORCH_INDEX="https://download.pytorch.org/whl/cu128"
-
-FROM debian:trixie-slim AS build-vulkan
-# hadolint ignore=DL3008
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libvulkan-dev glslc spirv-headers \
-    && rm -rf /var/lib/apt/lists/*
-ENV ACCEL_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_VULKAN=on" \
-    ACCEL_TORCH_INDEX="https://download.pytorch.org/whl/cpu"
-
-FROM debian:trixie-slim AS runtime-cpu
-
-FROM nvidia/cuda:${CUDA_VERSION}-runtime-${CUDA_UBUNTU} AS runtime-cuda
-
-FROM debian:trixie-slim AS runtime-vulkan
-# the Vulkan loader and Mesa's drivers (Intel, AMD); run with --device /dev/dri
-# hadolint ignore=DL3008
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends libvulkan1 mesa-vulkan-drivers \
-    && rm -rf /var/lib/apt/lists/*
+ARG BUILD_BASE=debian:trixie-slim
+ARG RUNTIME_BASE=debian:trixie-slim
 
 # ---- builder: compile llama-cpp-python, install torch and the server into /app/.venv
 
 # hadolint ignore=DL3006
-FROM build-${ACCEL} AS builder
+FROM ${BUILD_BASE} AS builder
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# Debian's and Ubuntu's apt python3: the runtime stage installs the same one, so the venv works there.
-# hadolint ignore=DL3008
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends \
-        build-essential ca-certificates cmake git python3 python3-dev python3-venv \
-    && rm -rf /var/lib/apt/lists/*
-
+ARG ACCEL=cpu
 WORKDIR /app
 COPY docker/install-server docker/
+RUN ACCEL="${ACCEL}" docker/install-server build-packages
 
 ARG TORCH_VERSION=2.13.0
 ARG TORCH_INDEX_URL=""
-RUN TORCH_INDEX_URL="${TORCH_INDEX_URL:-${ACCEL_TORCH_INDEX}}" docker/install-server venv
+RUN ACCEL="${ACCEL}" TORCH_INDEX_URL="${TORCH_INDEX_URL}" docker/install-server venv
 
+# The image may run on another CPU than the build machine's: no -march=native. On x86 ggml then
+# compiles for AVX2, FMA, F16C and BMI2 (Haswell and later): README, "With Docker", for older CPUs.
 ARG LLAMA_CPP_VERSION=0.3.36
 ARG CMAKE_ARGS=""
-RUN CMAKE_ARGS="${ACCEL_CMAKE_ARGS} ${CMAKE_ARGS}" docker/install-server llama-cpp
+RUN ACCEL="${ACCEL}" CMAKE_ARGS="-DGGML_NATIVE=OFF ${CMAKE_ARGS}" docker/install-server llama-cpp
 
 COPY pyproject.toml README.md ./
 RUN docker/install-server requirements
@@ -88,12 +58,12 @@ RUN docker/install-server package
 # ---- runtime
 
 # hadolint ignore=DL3006
-FROM runtime-${ACCEL}
+FROM ${RUNTIME_BASE}
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG ACCEL=cpu
+COPY docker/install-server /usr/local/lib/wyoming-multitts/install-server
 # libgomp1: llama.cpp's OpenMP threads; ca-certificates: model downloads from Hugging Face
-# hadolint ignore=DL3008
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates libgomp1 python3 \
-    && rm -rf /var/lib/apt/lists/* \
+RUN ACCEL="${ACCEL}" /usr/local/lib/wyoming-multitts/install-server runtime-packages \
     && groupadd --system --gid 10200 multitts \
     && useradd --system --uid 10200 --gid multitts --home-dir /data --no-create-home multitts \
     && mkdir -p /data \
