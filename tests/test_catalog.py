@@ -208,6 +208,30 @@ def test_minimal_catalog_parses() -> None:
     assert catalog.default_voice.languages == ("en",)
 
 
+def test_text_options_are_kept_apart_from_the_engines() -> None:
+    doc = minimal_doc(options={"normalize": "full", "temperature": 0.5})
+    doc["voices"]["orpheus-tara"]["options"] = {"emoji": "name", "top_p": 0.9}
+    catalog = parse_catalog(doc, CATALOG_PATH)
+    model, voice = catalog.models["orpheus-3b-q4"], catalog.voices["orpheus-tara"]
+    assert dict(model.options) == {"temperature": 0.5}
+    assert dict(model.text_options) == {"normalize": "full"}
+    assert dict(voice.options) == {"top_p": 0.9}
+    assert dict(voice.text_options) == {"emoji": "name"}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"normalize": "yes"}, r"options\.normalize: 'yes' is not one of auto, full, off"),
+        ({"emoji": True}, r"options\.emoji: True is not one of drop, name"),
+    ],
+)
+def test_error_for_a_bad_text_option(options: dict[str, Any], message: str) -> None:
+    doc = minimal_doc()
+    doc["voices"]["orpheus-tara"]["options"] = options
+    assert re.search(r"voices\.orpheus-tara\." + message, catalog_error(doc))
+
+
 def test_relative_path_is_resolved_against_the_catalog_folder() -> None:
     doc = minimal_doc(
         files={"model": {"path": "models/orpheus.gguf"}, "codec": {"path": "/opt/snac"}}

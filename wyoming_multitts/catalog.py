@@ -58,6 +58,11 @@ class Attribution:
     url: str
 
 
+TEXT_OPTIONS = {"normalize": ("auto", "full", "off"), "emoji": ("drop", "name")}
+"""Options of the text front end, with their values (the first is the default), given in a
+model's or a voice's `options:` like the engine's (which never sees them): docs/text.md."""
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """One model: its engine, files by role, device and engine options."""
@@ -67,6 +72,9 @@ class ModelSpec:
     files: Mapping[str, FileRef]
     device: str = "auto"
     options: Mapping[str, Any] = field(default_factory=dict)
+    """Engine options (for every voice of the model)."""
+    text_options: Mapping[str, str] = field(default_factory=dict)
+    """Text front end options (`TEXT_OPTIONS`) for every voice of the model."""
     description: str | None = None
     attribution: Attribution | None = None
     source: Path | None = None
@@ -97,6 +105,8 @@ class VoiceSpec:
     description: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     """Engine options for this voice, over the model's."""
+    text_options: Mapping[str, str] = field(default_factory=dict)
+    """Text front end options (`TEXT_OPTIONS`) for this voice, over the model's."""
     reference: VoiceReference | None = None
     """Reference recording of a cloned voice (Qwen3-TTS Base models), else None."""
 
@@ -181,12 +191,14 @@ def _parse_model(name: str, entry: Any, path: Path) -> ModelSpec:
             name=_string(att.get("name"), f"{where}.attribution.name"),
             url=_string(att.get("url"), f"{where}.attribution.url"),
         )
+    options, text_options = _split_options(entry.get("options", {}), f"{where}.options")
     return ModelSpec(
         name=name,
         engine=engine,
         files=files,
         device=_string(entry.get("device", "auto"), f"{where}.device"),
-        options=dict(_mapping(entry.get("options", {}), f"{where}.options")),
+        options=options,
+        text_options=text_options,
         description=_optional_string(entry.get("description"), f"{where}.description"),
         attribution=attribution,
         source=path,
@@ -224,6 +236,7 @@ def _parse_voice(name: str, entry: Any, where: str, base_dir: Path) -> VoiceSpec
     speaker = _optional_string(entry.get("speaker"), f"{where}.speaker")
     if speaker is None and speakers:
         speaker = speakers[0]
+    options, text_options = _split_options(entry.get("options", {}), f"{where}.options")
     return VoiceSpec(
         name=name,
         model=_string(entry.get("model"), f"{where}.model"),
@@ -231,7 +244,8 @@ def _parse_voice(name: str, entry: Any, where: str, base_dir: Path) -> VoiceSpec
         speakers=speakers,
         languages=languages,
         description=_optional_string(entry.get("description"), f"{where}.description"),
-        options=dict(_mapping(entry.get("options", {}), f"{where}.options")),
+        options=options,
+        text_options=text_options,
         reference=(
             None
             if entry.get("reference") is None
@@ -247,6 +261,18 @@ def _parse_reference(ref: Any, where: str, base_dir: Path) -> VoiceReference:
     if audio.repo is not None and audio.file is None:
         raise CatalogError(f"{where}: 'repo:' needs 'file:' (the WAV file in that repo)")
     return VoiceReference(audio=audio, text=_optional_string(ref.get("text"), f"{where}.text"))
+
+
+def _split_options(value: Any, where: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """`options:` as (engine options, text front end options), the latter checked."""
+    options = dict(_mapping(value, where))
+    text_options = {name: options.pop(name) for name in TEXT_OPTIONS if name in options}
+    for name, given in text_options.items():
+        if given not in TEXT_OPTIONS[name]:
+            raise CatalogError(
+                f"{where}.{name}: {given!r} is not one of {', '.join(TEXT_OPTIONS[name])}"
+            )
+    return options, text_options
 
 
 def _check_keys(doc: Mapping[str, Any], allowed: set[str], where: str) -> None:

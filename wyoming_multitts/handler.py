@@ -35,11 +35,12 @@ from wyoming.tts import (
 )
 
 from .audio import PCM_CHANNELS, PCM_WIDTH, PcmChunker, to_pcm16
-from .catalog import Catalog, VoiceSpec
+from .catalog import TEXT_OPTIONS, Catalog, VoiceSpec
+from .engines import ENGINE_NATIVE_TEXT
 from .engines.base import VoiceSettings
 from .errors import InternalError, VoiceError
 from .registry import ModelRegistry
-from .text import SentenceSplitter, is_speakable, normalize, split_sentences, split_to_length
+from .text import TextFrontEnd, TextPolicy, is_speakable, split_to_length, spoken_sentences
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -262,16 +263,16 @@ class SynthesisHandler(AsyncEventHandler):
             await self._start(self._speak_once(spec, voice, text))
         elif SynthesizeStart.is_type(event.type):
             spec, voice = self._request(event.data.get("voice"))
-            self._stream = _TextStream(self._settings.streaming)
+            self._stream = _TextStream(self._text_policy(spec), self._settings.streaming)
             await self._start(self._speak_stream(spec, voice, self._stream))
         elif SynthesizeChunk.is_type(event.type):
             stream = self._expect_stream(event.type)
             text = _text(event.data)
             if stream.total_chars + len(text) > self._settings.max_text_chars:
                 raise self._too_long()
-            stream.add(text)
+            await stream.add(text)
         elif SynthesizeStop.is_type(event.type):
-            self._expect_stream(event.type).finish()
+            await self._expect_stream(event.type).finish()
             self._stream = None
         else:
             _LOGGER.debug("Ignoring event %s", event.type[:40])  # select-program, future events
@@ -318,14 +319,23 @@ class SynthesisHandler(AsyncEventHandler):
                 return spec
         raise RequestError(f"no voice speaks language {language[:40]!r}", "unknown-language")
 
+    def _text_policy(self, spec: VoiceSpec) -> TextPolicy:
+        """How the voice's text is made speakable: its languages, the text options of its model
+        and its own, and what its engine reads itself."""
+        model = self._catalog.models[spec.model]
+        options = {**model.text_options, **spec.text_options}
+        return TextPolicy(
+            languages=spec.languages,
+            normalize=options.get("normalize", TEXT_OPTIONS["normalize"][0]),
+            emoji=options.get("emoji", TEXT_OPTIONS["emoji"][0]),
+            native_languages=ENGINE_NATIVE_TEXT.get(model.engine, frozenset()),
+        )
+
     def _check_text(self, text: str) -> None:
         if len(text) > self._settings.max_text_chars:
             raise self._too_long()
         if not is_speakable(text):
-            raise RequestError(
-                f"nothing to speak in {text[:40]!r}: the text is empty or only symbols",
-                "empty-text",
-            )
+            raise _nothing_to_say(text)
 
     def _too_long(self) -> RequestError:
         return RequestError(
@@ -370,8 +380,11 @@ class SynthesisHandler(AsyncEventHandler):
 
     async def _speak_once(self, spec: VoiceSpec, voice: VoiceSettings, text: str) -> None:
         """A plain `synthesize`: every piece of the text in one audio cycle."""
+        sentences = await asyncio.to_thread(spoken_sentences, text, self._text_policy(spec))
+        if not sentences:
+            raise _nothing_to_say(text)
         voice = await self._with_reference(spec, voice)
-        await self._speak_cycle(spec, voice, text, _SpeechBudget(self._settings))
+        await self._speak_cycle(spec, voice, sentences, _SpeechBudget(self._settings))
 
     async def _speak_stream(
         self, spec: VoiceSpec, voice: VoiceSettings, stream: "_TextStream"
@@ -380,12 +393,11 @@ class SynthesisHandler(AsyncEventHandler):
         voice = await self._with_reference(spec, voice)
         budget = _SpeechBudget(self._settings)
         spoken_anything = False
-        async for sentence in stream.sentences():
-            if is_speakable(sentence):
-                await self._speak_cycle(spec, voice, sentence, budget)
-                spoken_anything = True
+        async for sentences in stream.cycles():
+            await self._speak_cycle(spec, voice, sentences, budget)
+            spoken_anything = True
         if not spoken_anything:
-            self._check_text(stream.text)
+            raise _nothing_to_say(stream.text)
         await self.write_event(SynthesizeStopped().event())
 
     async def _with_reference(self, spec: VoiceSpec, voice: VoiceSettings) -> VoiceSettings:
@@ -393,10 +405,9 @@ class SynthesisHandler(AsyncEventHandler):
         return replace(voice, reference=await self._registry.reference_audio(spec))
 
     async def _speak_cycle(
-        self, spec: VoiceSpec, voice: VoiceSettings, text: str, budget: "_SpeechBudget"
+        self, spec: VoiceSpec, voice: VoiceSettings, sentences: list[str], budget: "_SpeechBudget"
     ) -> None:
-        """`audio-start`, chunks of all pieces of `text`, `audio-stop`."""
-        sentences = await asyncio.to_thread(_spoken_sentences, text, voice.language)
+        """`audio-start`, chunks of all pieces of the spoken `sentences`, `audio-stop`."""
         budget.spend(sentences)
         started = time.monotonic()
         audio_samples = 0
@@ -430,7 +441,7 @@ class SynthesisHandler(AsyncEventHandler):
             audio_samples / rate,
             voice.name,
             time.monotonic() - started,
-            len(text),
+            sum(len(sentence) for sentence in sentences),
         )
 
     async def _write_chunk(self, rate: int, pcm: bytes) -> None:
@@ -451,9 +462,11 @@ def _voice_settings(spec: VoiceSpec, speaker: str | None) -> VoiceSettings:
     )
 
 
-def _spoken_sentences(text: str, language: str) -> list[str]:
-    """The sentences of `text` after normalisation (numbers, symbols and markup spelled out)."""
-    return split_sentences(normalize(text, language))
+def _nothing_to_say(text: str) -> RequestError:
+    return RequestError(
+        f"nothing to speak in {text[:40]!r}: the text is empty, or only symbols, code or emoji",
+        "empty-text",
+    )
 
 
 class _SpeechBudget:
@@ -483,12 +496,14 @@ class _SpeechBudget:
 
 
 class _TextStream:
-    """Text arriving in `synthesize-chunk`s, handed out as sentences complete."""
+    """Text arriving in `synthesize-chunk`s, handed out as spoken sentences: each as it
+    completes (one audio cycle each), or all of them at the end (one cycle, without
+    `--streaming`). The text front end runs in a thread: a long chunk never holds the loop."""
 
-    def __init__(self, split_sentences: bool) -> None:
-        self._split = split_sentences
-        self._splitter = SentenceSplitter()
-        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+    def __init__(self, policy: TextPolicy, split_sentences: bool) -> None:
+        self._policy = policy
+        self._front_end = TextFrontEnd(policy) if split_sentences else None
+        self._queue: asyncio.Queue[list[str] | None] = asyncio.Queue()
         self._parts: list[str] = []
         self.total_chars = 0
 
@@ -497,22 +512,27 @@ class _TextStream:
         """Everything received so far."""
         return "".join(self._parts)
 
-    def add(self, chunk: str) -> None:
+    async def add(self, chunk: str) -> None:
         self._parts.append(chunk)
         self.total_chars += len(chunk)
-        if self._split:
-            for sentence in self._splitter.add(chunk):
-                self._queue.put_nowait(sentence)
+        if self._front_end is not None and chunk:
+            for sentence in await asyncio.to_thread(self._front_end.add, chunk):
+                self._queue.put_nowait([sentence])
 
-    def finish(self) -> None:
-        rest = self._splitter.finish() if self._split else [self.text]
-        for sentence in rest:
-            self._queue.put_nowait(sentence)
+    async def finish(self) -> None:
+        if self._front_end is not None:
+            for sentence in await asyncio.to_thread(self._front_end.finish):
+                self._queue.put_nowait([sentence])
+        else:
+            sentences = await asyncio.to_thread(spoken_sentences, self.text, self._policy)
+            if sentences:
+                self._queue.put_nowait(sentences)
         self._queue.put_nowait(None)
 
-    async def sentences(self) -> AsyncIterator[str]:
-        while (sentence := await self._queue.get()) is not None:
-            yield sentence
+    async def cycles(self) -> AsyncIterator[list[str]]:
+        """The sentences of each audio cycle, in order, until the text ends."""
+        while (sentences := await self._queue.get()) is not None:
+            yield sentences
 
 
 def _text(data: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """Command line: `script/benchmark [--full-size] [--models-dir DIR] [--threads N] [--runs N]
 [--max-tokens N] [--max-frames N] [--text TEXT] [--voices-limit N] [--engine NAME]…
-[--json FILE]`.
+[--json FILE]`, or `script/benchmark --text-front-end [--runs N]` (tools/bench/text.py).
 
 Run order: models; the server and, per model, a warm-up request (it loads the model); the raw
 ceiling worker; then `--runs` rounds of every voice × mode on a fresh connection followed by one
@@ -24,6 +24,7 @@ from typing import Sequence
 
 from wyoming_multitts.__main__ import configure_thread_pools
 
+from . import text as text_front_end
 from .ceiling_process import CeilingProcess
 from .client import MODES, PLAIN, timed_request
 from .machine import cpu_clock, describe_machine, load_average, others_cores
@@ -281,6 +282,10 @@ def _exit_on_signal(signum: int, _frame: FrameType | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the benchmark; print the Markdown report, write the JSON one if asked."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--text-front-end"]:
+        text_front_end.main(argv[1:])
+        return
     settings = parse_settings(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

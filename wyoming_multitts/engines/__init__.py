@@ -29,6 +29,15 @@ ENGINE_REQUIREMENTS = {
 }
 """Python packages each engine imports (checked before importing, so the error can say which)."""
 
+ENGINE_NATIVE_TEXT = {
+    "qwen3tts": frozenset(("zh", "ja", "ko")),
+}
+"""Languages whose digits, dates and units an engine reads well itself, so the text front end's
+`normalize: auto` leaves them written as they are (docs/text.md). Qwen3-TTS is a large
+language model trained on text as people write it; in Korean and Japanese the reading of a
+number depends on the counter after it (3시 is "세 시"), which spelling it out by rule gets
+wrong."""
+
 
 def uses_llama_cpp(name: str) -> bool:
     """Whether engine `name` runs a part on llama.cpp (its device must be a llama.cpp one)."""

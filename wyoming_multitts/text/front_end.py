@@ -1,0 +1,146 @@
+"""What an LLM writes → what a person would say, sentence by sentence as it streams in.
+
+Each chunk goes through Markdown's line structure (`MarkdownLines`), then the sentence splitter;
+each finished sentence loses its inline Markdown and emoji, its language is told among the
+voice's, and numbers, dates, units and abbreviations are spelled out in that language
+(`verbalize`). A complete request is the same stream in one chunk, so a streamed answer says
+exactly what the same text sent at once says.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+import emoji
+
+from .detect import base_language, guess_language
+from .languages import language as language_info
+from .markdown import TASK_BOX_RE, MarkdownLines, plain_text
+from .sentences import SentenceSplitter
+from .tags import TAG_RE, is_html_tag, is_speakable
+from .verbalize import verbalize
+
+NORMALIZE_MODES = ("auto", "full", "off")
+"""`normalize` option: `full` spells out numbers, dates, units and abbreviations; `auto` does so
+except in the languages the engine reads them itself; `off` leaves the text as written (Markdown
+included), only split into sentences."""
+EMOJI_MODES = ("drop", "name")
+"""`emoji` option: drop emoji, or say their names (CLDR names, in the languages `emoji` has)."""
+
+# Any run of whitespace, newlines included.
+_WHITESPACE_RE = re.compile(r"\s+")
+
+# Whitespace before a punctuation mark, left where an emoji or HTML tag was ("sunny 🙂, and").
+_SPACE_BEFORE_MARK_RE = re.compile(r"\s+(?=[,;:.!?](?!\w))")
+
+# Underscores in emoji names ("thumbs_up").
+_UNDERSCORE_RE = re.compile(r"_+")
+
+
+@dataclass(frozen=True)
+class TextPolicy:
+    """How one voice's text is made speakable."""
+
+    languages: tuple[str, ...] = ("en",)
+    """The voice's languages, the catalog's first one first (each sentence is in one of them)."""
+    normalize: str = "auto"
+    """One of `NORMALIZE_MODES`."""
+    emoji: str = "drop"
+    """One of `EMOJI_MODES`."""
+    native_languages: frozenset[str] = frozenset()
+    """Languages whose numbers and dates the engine reads well itself (left to it by `auto`)."""
+
+    def __post_init__(self) -> None:
+        if self.normalize not in NORMALIZE_MODES:
+            raise ValueError(f"normalize must be one of {', '.join(NORMALIZE_MODES)}")
+        if self.emoji not in EMOJI_MODES:
+            raise ValueError(f"emoji must be one of {', '.join(EMOJI_MODES)}")
+        if not self.languages:
+            raise ValueError("a voice needs at least one language")
+
+
+class TextFrontEnd:
+    """The spoken sentences of one request's text, as its chunks arrive (`add`, then `finish`).
+
+    Time linear in the length of the text, whatever the chunking; the same sentences however
+    the text is cut.
+    """
+
+    def __init__(self, policy: TextPolicy) -> None:
+        self._policy = policy
+        self._markdown = MarkdownLines() if policy.normalize != "off" else None
+        titles = frozenset().union(*(language_info(code).titles for code in policy.languages))
+        self._splitter = SentenceSplitter(titles)
+        self._language: str | None = None  # the language of the last sentence
+
+    def add(self, chunk: str) -> list[str]:
+        """Add a chunk of text; return the spoken sentences it completes."""
+        text = self._markdown.add(chunk) if self._markdown else chunk
+        return self._spoken(self._splitter.add(text))
+
+    def finish(self) -> list[str]:
+        """End the text; return its last spoken sentences."""
+        text = self._markdown.finish() if self._markdown else ""
+        return self._spoken(self._splitter.add(text) + self._splitter.finish())
+
+    def _spoken(self, sentences: list[str]) -> list[str]:
+        spoken = (self._speak(sentence) for sentence in sentences)
+        return [sentence for sentence in spoken if is_speakable(sentence)]
+
+    def _speak(self, sentence: str) -> str:
+        """One sentence as it is said."""
+        policy = self._policy
+        if policy.normalize == "off":
+            return _WHITESPACE_RE.sub(" ", sentence).strip()
+        box = TASK_BOX_RE.match(sentence)
+        segments = TAG_RE.split(sentence[box.end() :] if box else sentence)
+        for index in range(1, len(segments), 2):  # odd indices are tags, even ones text
+            if segments[index].startswith("<") and is_html_tag(segments[index]):
+                segments[index] = " "
+        texts = range(0, len(segments), 2)
+        for index in texts:
+            segments[index] = plain_text(segments[index])
+        language = guess_language(" ".join(segments[0::2]), policy.languages, self._language)
+        self._language = language
+        spell_out = (
+            policy.normalize == "full" or base_language(language) not in policy.native_languages
+        )
+        for index in texts:
+            text = _without_emoji(segments[index], policy.emoji, language)
+            segments[index] = verbalize(text, language) if spell_out else text
+        text = _WHITESPACE_RE.sub(" ", " ".join(segments))
+        return _SPACE_BEFORE_MARK_RE.sub("", text).strip()
+
+
+def _without_emoji(text: str, mode: str, language: str) -> str:
+    """Text with its emoji dropped or named in `language` (English where `emoji` has no names
+    in that language)."""
+    if text.isascii():
+        return text  # (no emoji: the common case, made quick)
+    if mode == "drop":
+        return emoji.replace_emoji(text, replace=" ")
+    code = _emoji_language(language)
+
+    def name(_chars: str, data: dict[str, str]) -> str:
+        return " " + _UNDERSCORE_RE.sub(" ", data.get(code, data["en"]).strip(":")) + " "
+
+    return emoji.replace_emoji(text, replace=name)
+
+
+@functools.lru_cache(maxsize=None)
+def _emoji_language(language: str) -> str:
+    """The language emoji are named in for `language`, its names loaded (the `emoji` package
+    loads languages other than English on demand)."""
+    code = base_language(language)
+    if code not in emoji.LANGUAGES:
+        return "en"
+    emoji.config.load_language(code)
+    return code
+
+
+def spoken_sentences(text: str, policy: TextPolicy) -> list[str]:
+    """The spoken sentences of a complete text."""
+    front_end = TextFrontEnd(policy)
+    return front_end.add(text) + front_end.finish()
