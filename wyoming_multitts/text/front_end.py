@@ -71,8 +71,10 @@ class TextFrontEnd:
     def __init__(self, policy: TextPolicy) -> None:
         self._policy = policy
         self._markdown = MarkdownLines() if policy.normalize != "off" else None
-        titles = frozenset().union(*(language_info(code).titles for code in policy.languages))
-        self._splitter = SentenceSplitter(titles)
+        languages = [language_info(code) for code in policy.languages]
+        titles = frozenset().union(*(language.titles for language in languages))
+        ordinal_dot = any(language.ordinal_dot for language in languages)
+        self._splitter = SentenceSplitter(titles, ordinal_dot)
         self._language: str | None = None  # the language of the last sentence
 
     def add(self, chunk: str) -> list[str]:

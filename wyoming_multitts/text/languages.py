@@ -189,6 +189,10 @@ class Language:
     """What is written after the digits of an ordinal → its form ("1st", "1re" → "f", Russian
     "2-го" → "gm": case and gender for num2words). "." is read only before a lowercase word."""
 
+    ordinal_dot: bool = False
+    """Whether ordinals are written as a number and a dot ("3. Oktober"): a sentence seeming to
+    end in one is held and joined to the next (`SentenceSplitter`)."""
+
     decade_suffix: str = ""
     """The letter after a decade ("1990s" → "nineteen nineties")."""
 
@@ -423,6 +427,7 @@ GERMAN = Language(
     clock_hour="{hour} Uhr",
     time_separators=(":", "."),
     time_suffix="Uhr",
+    ordinal_dot=True,
     money_joiner="und",
     scales=("Tausend", "Million", "Millionen", "Milliarde", "Milliarden", "Billion", "Billionen"),
     unit_symbols={
@@ -674,6 +679,7 @@ POLISH = Language(
     code="pl",
     decimal_word="przecinek",
     fraction_style="number",
+    ordinal_dot=True,
     minus="minus",
     plus="plus",
     equals="równa się",
@@ -827,6 +833,8 @@ TURKISH = Language(
     approx="yaklaşık",
     minute_pad="sıfır",
     ordinal_suffixes={".": ""},
+    ordinal_dot=True,
+    unit_symbols={"km/sa": "speed-kilometer-per-hour"},
     currency_names={"TRY": (("lira",), ("kuruş",))},
     currency_symbols={"TL": "TRY"},
     scales=("bin", "milyon", "milyar"),

@@ -38,6 +38,10 @@ _MAX_LIST_MARKS = 2
 # may end in an abbreviation, and is joined to the next one.
 _MAX_ABBREVIATION_LETTERS = 3
 
+# A number of one or two digits and a dot, standing alone at the end ("am 3."): an ordinal where
+# a language writes them with a dot.
+_ORDINAL_END_RE = re.compile(r"(?<!\S)\d{1,2}\.\Z")
+
 # Line break characters remembered at the end of a chunk, to find a blank line that the next
 # chunk completes ("\r\n\r" + "\n").
 _LINE_BREAK_LOOKBACK = 3
@@ -78,12 +82,15 @@ def _in_word(char: str) -> bool:
     return category[0] in "LMN" or category == "Pc"
 
 
-def _ends_in_abbreviation(text: str, titles: frozenset[str]) -> bool:
+def _ends_in_abbreviation(text: str, titles: frozenset[str], ordinal_dot: bool) -> bool:
     """Whether text ends in an abbreviation that does not end a sentence: one of the language's
-    `titles` ("Prof.", "z. B."), or a capitalised word of at most three letters and a dot
-    ("Dr.", "A.": initials and titles of languages without a table)."""
+    `titles` ("Prof.", "z. B."), a capitalised word of at most three letters and a dot ("Dr.",
+    "A.": initials and titles of languages without a table), or, where ordinals are written
+    with a dot, a day or rank ("am 3. Oktober")."""
     if not text.endswith("."):
         return False
+    if ordinal_dot and _ORDINAL_END_RE.search(text):
+        return True
     for title in titles:
         before = len(text) - len(title) - 1  # the character before the title, if any
         if text.endswith(title) and (before < 0 or not _in_word(text[before])):
@@ -118,11 +125,12 @@ class SentenceSplitter:
       after any emphasis marks, brackets or opening quotes ("**Next**", "¿Qué");
     - after 。！？ or … (and closers) whatever follows, once something follows;
     - at a blank line.
-    A sentence ending in an abbreviation that never ends one (`titles`: "Prof.", "z. B.") or in a
-    capitalised word of at most three letters and a dot ("Dr.", "A.") is held and joined to the
-    next one. Sentences are handed out stripped, as written (markup is the caller's). Unlike
-    sentence-stream, a run of mixed end marks ("？!", "….") is one end, and any closer stays with the
-    sentence ('…"'): it made sentences of the "!" or '"' left over.
+    A sentence ending in an abbreviation that never ends one (`titles`: "Prof.", "z. B."), in a
+    capitalised word of at most three letters and a dot ("Dr.", "A.") or, with `ordinal_dot`, in
+    a number of one or two digits and a dot ("am 3.") is held and joined to the next one.
+    Sentences are handed out stripped, as written (markup is the caller's). Unlike
+    sentence-stream, a run of mixed end marks ("？!", "….") is one end, and any closer stays
+    with the sentence ('…"'): it made sentences of the "!" or '"' left over.
 
     Written here rather than wrapping that library: its detector appends each chunk to a buffer
     and searches the whole buffer with three regexes after every chunk and every sentence, which
@@ -131,7 +139,8 @@ class SentenceSplitter:
     its scan between chunks and the text in the chunks it came in.
     """
 
-    def __init__(self, titles: frozenset[str] = frozenset()) -> None:
+    def __init__(self, titles: frozenset[str] = frozenset(), ordinal_dot: bool = False) -> None:
+        self._ordinal_dot = ordinal_dot
         # each title and its parts up to an inner dot: "z. B." is held at "z." already
         self._titles = frozenset(
             title[: end + 1] for title in titles for end, char in enumerate(title) if char == "."
@@ -169,7 +178,7 @@ class SentenceSplitter:
             part = self._take(end)
             self._held.append(part)
             self._held_tail = (self._held_tail + part)[-self._window :]
-            if not _ends_in_abbreviation(self._held_tail, self._titles):
+            if not _ends_in_abbreviation(self._held_tail, self._titles, self._ordinal_dot):
                 sentence = "".join(self._held).strip()
                 self._held.clear()
                 self._held_tail = ""
