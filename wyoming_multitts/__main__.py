@@ -323,7 +323,6 @@ async def serve(settings: Settings) -> None:
     from .info import build_info
     from .registry import ModelRegistry, RegistrySettings
     from .server import Listener
-    from .text import load_identifier
 
     try:
         catalog = load_catalog(settings.voices)
@@ -387,11 +386,6 @@ async def serve(settings: Settings) -> None:
             settings.zeroconf_interfaces,
         )
     registry.start()
-    # the language guess of multilingual voices takes a second to load: not in a request
-    multilingual = any(len(voice.languages) > 1 for voice in catalog.voices.values())
-    language_guess = asyncio.ensure_future(
-        asyncio.to_thread(load_identifier) if multilingual else asyncio.sleep(0)
-    )
     try:
         if advertisement is not None:
             await advertisement.start()
@@ -401,7 +395,6 @@ async def serve(settings: Settings) -> None:
         if advertisement is not None:
             await advertisement.close()
         await registry.close()
-        await language_guess  # (a thread cannot be cancelled; it takes a second at most)
         _LOGGER.info("Stopped")
 
 

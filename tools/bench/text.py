@@ -56,6 +56,14 @@ def _fresh_interpreter_seconds(code: str) -> float:
     return float(result.stdout.strip().splitlines()[-1])
 
 
+def _grown_mib(statement: str, setup: str = "") -> str:
+    """Code printing how much resident memory `statement` adds (MiB; Linux /proc)."""
+    rss = "int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')"
+    return (
+        f"import os\n{setup}\nbefore = {rss}\n{statement}\n" f"print(({rss} - before) / (1 << 20))"
+    )
+
+
 def _timed(statement: str, setup: str = "") -> str:
     return (
         f"import time\n{setup}\nstart = time.perf_counter()\n{statement}\n"
@@ -87,17 +95,19 @@ def main(argv: list[str] | None = None) -> None:
     def median_of(code: str) -> float:
         return statistics.median(_fresh_interpreter_seconds(code) for _ in range(args.runs))
 
-    print("| step | seconds (median) |\n|---|---|")
-    imported = median_of(_timed("import wyoming_multitts.text"))
-    print(f"| import wyoming_multitts.text | {imported:.3f} |")
-    load = _timed("load_identifier()", "from wyoming_multitts.text import load_identifier")
-    print(f"| load py3langid's model (multilingual voices) | {median_of(load):.3f} |")
+    print("| step | seconds (median) | memory, MiB |\n|---|---|---|")
+    imported = "import wyoming_multitts.text", "import numpy"  # numpy: the server has it anyway
+    seconds, grown = median_of(_timed(*imported)), median_of(_grown_mib(*imported))
+    print(f"| import wyoming_multitts.text | {seconds:.3f} | {grown:.0f} |")
+    load = "load_identifier()", "from wyoming_multitts.text.detect import load_identifier"
+    seconds, grown = median_of(_timed(*load)), median_of(_grown_mib(*load))
+    print(f"| load py3langid's model (multilingual voices) | {seconds:.3f} | {grown:.0f} |")
     for language, text in ANSWERS.items():
         first = _timed(
             f"spoken_sentences({text!r}, TextPolicy(({language!r},)))",
             "from wyoming_multitts.text import spoken_sentences, TextPolicy",
         )
-        print(f"| first answer in {language} ({len(text)} characters) | {median_of(first):.3f} |")
+        print(f"| first answer in {language} ({len(text)} characters) | {median_of(first):.3f} | |")
     print("\n| language | policy | at once, ms / 1,000 chars | streamed, ms / 1,000 chars |")
     print("|---|---|---|---|")
     for language, text in ANSWERS.items():

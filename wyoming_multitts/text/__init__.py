@@ -15,7 +15,6 @@ Nothing here knows about a particular engine. All of it takes time linear in the
 text a client chose (docs/text.md).
 """
 
-from .detect import load_identifier
 from .front_end import TextFrontEnd, TextPolicy, spoken_sentences
 from .pieces import split_to_length
 from .sentences import SentenceSplitter, split_sentences
@@ -30,7 +29,6 @@ __all__ = [
     "TextFrontEnd",
     "TextPolicy",
     "is_speakable",
-    "load_identifier",
     "spoken_sentences",
     "spoken_words",
     "split_sentences",

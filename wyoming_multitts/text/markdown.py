@@ -41,6 +41,10 @@ _DELIMITER_CELL_RE = re.compile(r"[ \t]*:?-+:?[ \t]*")
 # by a sentence end: "**Two. Sentences.**"), or a heading mark in mid-line (`_stray_marks`).
 _MARK_RUN_RE = re.compile(r"[*~_#]+")
 
+# A character that may start inline Markdown or HTML (most sentences have none, and skip the
+# parser): emphasis, code, links and images, HTML, entities, escapes, strikethrough.
+_INLINE_MARKUP_RE = re.compile(r"[*_`\[<&\\~#]")
+
 # A task list box at the start of a list item: "[ ] " or "[x] ".
 TASK_BOX_RE = re.compile(r"\[[ xX]\][ \t]+")
 
@@ -203,6 +207,6 @@ def _spoken_tokens(tokens: list[Token]) -> list[str]:
 def plain_text(text: str) -> str:
     """One sentence's inline Markdown as the words to say: "**Bold** [docs](https://x.org)" →
     "Bold docs"."""
-    if not text.strip():
-        return text
+    if not _INLINE_MARKUP_RE.search(text):
+        return _URL_RE.sub(_bare_url, text)
     return "".join(_spoken_tokens(_MARKDOWN.parseInline(text)[0].children or []))
