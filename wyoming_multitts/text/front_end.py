@@ -15,19 +15,13 @@ from dataclasses import dataclass
 
 import emoji
 
+from ..catalog import TEXT_OPTIONS
 from .detect import base_language, guess_language
 from .languages import language as language_info
 from .markdown import TASK_BOX_RE, MarkdownLines, plain_text
 from .sentences import SentenceSplitter
 from .tags import TAG_RE, is_html_tag, is_speakable
 from .verbalize import verbalize
-
-NORMALIZE_MODES = ("auto", "full", "off")
-"""`normalize` option: `full` spells out numbers, dates, units and abbreviations; `auto` does so
-except in the languages the engine reads them itself; `off` leaves the text as written (Markdown
-included), only split into sentences."""
-EMOJI_MODES = ("drop", "name")
-"""`emoji` option: drop emoji, or say their names (CLDR names, in the languages `emoji` has)."""
 
 # Any run of whitespace, newlines included.
 _WHITESPACE_RE = re.compile(r"\s+")
@@ -67,17 +61,18 @@ class TextPolicy:
     languages: tuple[str, ...] = ("en",)
     """The voice's languages, the catalog's first one first (each sentence is in one of them)."""
     normalize: str = "auto"
-    """One of `NORMALIZE_MODES`."""
+    """`full` spells out numbers, dates, units and abbreviations; `auto` does so except in the
+    `native_languages`; `off` leaves the text as written (Markdown included), only split into
+    sentences."""
     emoji: str = "drop"
-    """One of `EMOJI_MODES`."""
+    """`drop` emoji, or `name` them (CLDR names, in the languages the `emoji` package has)."""
     native_languages: frozenset[str] = frozenset()
     """Languages whose numbers and dates the engine reads well itself (left to it by `auto`)."""
 
     def __post_init__(self) -> None:
-        if self.normalize not in NORMALIZE_MODES:
-            raise ValueError(f"normalize must be one of {', '.join(NORMALIZE_MODES)}")
-        if self.emoji not in EMOJI_MODES:
-            raise ValueError(f"emoji must be one of {', '.join(EMOJI_MODES)}")
+        for name, values in TEXT_OPTIONS.items():
+            if getattr(self, name) not in values:
+                raise ValueError(f"{name} must be one of {', '.join(values)}")
         if not self.languages:
             raise ValueError("a voice needs at least one language")
 
