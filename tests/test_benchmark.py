@@ -10,6 +10,12 @@ import json
 import subprocess
 from pathlib import Path
 
+import yaml
+
+from tools.bench.models import _complete
+from tools.modelgen.__main__ import model_names
+from wyoming_multitts.catalog import load_catalog
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARK_TIMEOUT = 600
 """Seconds the tiny benchmark may take on 2 busy cores (usually well under a minute)."""
@@ -19,6 +25,7 @@ TINY_VOICES = {  # voice → model; the first two voices of every benchmarked mo
     "tiny-oute2-en-male-1": "outetts-0.2-tiny",
     "tiny-oute3-en-male-1": "outetts-0.3-tiny",
     "tiny-oute3-fr-female-1": "outetts-0.3-tiny",
+    "tiny-oute10-en-female-1": "outetts-1.0-tiny",
     "tiny-qwen3-ryan": "qwen3tts-tiny",
     "tiny-qwen3-vivian": "qwen3tts-tiny",
     "tiny-qwen3-clone": "qwen3tts-tiny-base",
@@ -31,12 +38,14 @@ FIRST_WINDOW_FRAMES = {
     "orpheus-tiny": 3,
     "outetts-0.2-tiny": 30,
     "outetts-0.3-tiny": 30,
+    "outetts-1.0-tiny": 11,
     "qwen3tts-tiny": 4,
     "qwen3tts-tiny-base": 4,
     "bark-tiny": 210,
 }
-"""First streamed window: Orpheus 1 + 2 frames of lookahead; OuteTTS 10 + 20 codes; Qwen3-TTS 4
-frames; Bark the whole sentence (140 semantic tokens make 210 frames)."""
+"""First streamed window: Orpheus 1 + 2 frames of lookahead; OuteTTS 10 + 20 codes (1.0: 1 + 10
+frames of 2 codes); Qwen3-TTS 4 frames; Bark the whole sentence (140 semantic tokens make 210
+frames)."""
 MAX_TOKENS = {"qwen3tts-tiny": 20 * 4 + 1, "qwen3tts-tiny-base": 20 * 4 + 1}
 """The benchmark's default caps: 140 tokens; Qwen3-TTS 20 frames of (the tiny model's) 4 codes,
 plus an EOS."""
@@ -107,3 +116,23 @@ def test_tiny_benchmark_reports_every_voice_and_mode(tmp_path: Path) -> None:
     assert set(split) == {"talker", "predictor", "codec"} and min(split.values()) > 0
     raw_split = report["ceilings"]["qwen3tts-tiny"]["runs"][0]["split_s_per_frame"]
     assert set(raw_split) == {"talker", "predictor"}
+
+
+def test_a_models_folder_lacking_a_newer_model_is_built_again(tmp_path: Path) -> None:
+    """A full-size folder built before OuteTTS 1.0 had a model lacks it: the benchmark builds
+    the engine's models again (modelgen keeps the files already there) instead of skipping 1.0."""
+    names = model_names("full-size", ("outetts",))
+    assert names == {"outetts-0.3-500m-random", "outetts-1.0-1b-random"}
+    models = {}
+    for name in sorted(names):
+        for role in ("model", "vocoder"):
+            (tmp_path / f"{name}.{role}").write_bytes(b"x")
+        files = {role: {"path": f"{name}.{role}"} for role in ("model", "vocoder")}
+        models[name] = {"engine": "outetts", "files": files}
+    voices = {f"{name}-voice": {"model": name} for name in models}
+    catalog = tmp_path / "voices.yaml"
+    catalog.write_text(yaml.safe_dump({"models": models, "voices": voices}))
+    assert _complete(load_catalog(catalog), names)
+    del models["outetts-1.0-1b-random"], voices["outetts-1.0-1b-random-voice"]
+    catalog.write_text(yaml.safe_dump({"models": models, "voices": voices}))
+    assert not _complete(load_catalog(catalog), names)

@@ -47,6 +47,17 @@ QWEN3_NATIVE = {
 """The CustomVoice speakers (config.json spk_id) and their native languages (docs/engines.md,
 "Qwen3-TTS: releases, speakers and languages")."""
 QWEN3_LANGUAGES = {"zh", "en", "ja", "ko", "de", "fr", "ru", "pt", "es", "it"}
+WAVTOKENIZER = FileRef(repo="ggml-org/WavTokenizer", file="WavTokenizer-Large-75-F16.gguf")
+DAC = FileRef(repo="ibm-research/DAC.speech.v1.0", file="weights_24khz_1.5kbps_v1.0.pth")
+"""OuteTTS's vocoders: WavTokenizer for 0.2/0.3, DAC for 1.0."""
+OUTETTS10_MODELS = {
+    "outetts-1.0-1b-q4": FileRef(
+        repo="OuteAI/Llama-OuteTTS-1.0-1B-GGUF", file="Llama-OuteTTS-1.0-1B-Q4_K_M.gguf"
+    ),
+    "outetts-1.0-0.6b-q4": FileRef(
+        repo="OuteAI/OuteTTS-1.0-0.6B-GGUF", file="OuteTTS-1.0-0.6B-Q4_K_M.gguf"
+    ),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -122,16 +133,32 @@ def test_shipped_catalog_outetts_models_and_speakers(shipped: Catalog) -> None:
     outetts_models = {
         name: model for name, model in shipped.models.items() if model.engine == "outetts"
     }
+    assert set(outetts_models) == {"outetts-0.3-500m-q4", "outetts-0.2-500m-q8", *OUTETTS10_MODELS}
     assert outetts_models["outetts-0.3-500m-q4"].files["model"] == FileRef(
         repo="OuteAI/OuteTTS-0.3-500M-GGUF", file="OuteTTS-0.3-500M-Q4_K_M.gguf"
     )
-    for model in outetts_models.values():
-        assert model.files["vocoder"] == FileRef(
-            repo="ggml-org/WavTokenizer", file="WavTokenizer-Large-75-F16.gguf"
-        )
+    for name, model in outetts_models.items():
+        vocoder = DAC if name in OUTETTS10_MODELS else WAVTOKENIZER
+        assert model.files["vocoder"] == vocoder, name
+        assert model.attribution is not None and model.attribution.name == "OuteAI"
     for version, model in (("0.3", "outetts-0.3-500m-q4"), ("0.2", "outetts-0.2-500m-q8")):
         speakers = {v.speaker for v in shipped.voices.values() if v.model == model}
         assert speakers == set(builtin_speakers(version))  # every built-in speaker is a voice
+
+
+def test_shipped_catalog_outetts_1_0_models_and_speaker(shipped: Catalog) -> None:
+    from wyoming_multitts.engines.outetts.speakers10 import builtin_speakers
+
+    assert builtin_speakers() == ("en-female-1-neutral",)
+    for name, model_file in OUTETTS10_MODELS.items():
+        model = shipped.models[name]
+        assert (model.engine, model.device) == ("outetts", "auto")
+        assert model.files == {"model": model_file, "vocoder": DAC}
+        voices = [v for v in shipped.voices.values() if v.model == name]
+        assert [v.speaker for v in voices] == ["en-female-1-neutral"]
+        # English first (the speaker's), then the card's languages the front end is checked on
+        assert voices[0].languages == ("en", "de", "es", "fr", "it", "ja", "ko", "ru", "zh")
+        assert voices[0].options == {}  # the 1.0 defaults: official prompt, sampling, DAC windows
 
 
 def test_shipped_catalog_multilingual_models(shipped: Catalog) -> None:

@@ -50,6 +50,18 @@ def failing_server(tiny_models: Path, broken_dir: Path) -> Iterator[RunningServe
             "vocoder": {"path": str(tiny_models / "outetts-0.3-tiny.gguf")},
         },
     }
+    # OuteTTS with the other version's vocoder: named, with what to put there instead
+    for name, gguf, vocoder in (
+        ("oute10-wavtokenizer", "outetts-1.0-tiny.gguf", "wavtokenizer-tiny.gguf"),
+        ("oute3-dac", "outetts-0.3-tiny.gguf", "dac-tiny-24khz.pth"),
+    ):
+        models[name] = {
+            "engine": "outetts",
+            "files": {
+                "model": {"path": str(tiny_models / gguf)},
+                "vocoder": {"path": str(tiny_models / vocoder)},
+            },
+        }
     voices = {name: {"model": name, "speaker": "tara"} for name in models}
     catalog = write_catalog(broken_dir, tiny_models, models, voices)
     server = start_server(
@@ -76,6 +88,8 @@ async def request(server: RunningServer, voice: str) -> list:  # type: ignore[ty
         ("hub", "example/orpheus-GGUF/model.gguf"),
         ("gpu", "device cuda"),
         ("swapped", "wavtokenizer-tiny.gguf"),
+        ("oute10-wavtokenizer", "OuteTTS 1.0, whose vocoder is {repo: ibm-research/DAC.speech"),
+        ("oute3-dac", "dac-tiny-24khz.pth is not a GGUF file"),
     ],
 )
 async def test_a_failing_model_is_an_error_for_its_voice_only(

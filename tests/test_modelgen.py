@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tools.modelgen import orpheus
-from tools.modelgen.__main__ import main
+from tools.modelgen.__main__ import main, model_names
 from tools.modelgen.files import atomic_path
 from tools.modelgen.gguf_lm import (
     QuantizeError,
@@ -149,6 +149,13 @@ def test_catalog(tiny_dir: Path) -> None:
         ("tiny-qwen3-ryan", "ryan"),
         ("tiny-qwen3-vivian", "vivian"),
     ]
+    oute10 = catalog.models["outetts-1.0-tiny"]  # 1.0: its GGUF and the DAC checkpoint
+    assert (oute10.engine, oute10.options) == ("outetts", {"max_tokens": 240})
+    assert oute10.files["vocoder"].path == tiny_dir / "dac-tiny-24khz.pth"
+    assert [(v.name, v.speaker) for v in catalog.voices.values() if v.model == oute10.name] == [
+        ("tiny-oute10-en-female-1", "en-female-1-neutral")
+    ]
+    assert set(catalog.models) == model_names("tiny")  # what the benchmark checks a folder for
     for model in catalog.models.values():
         assert all(ref.path is not None and ref.path.exists() for ref in model.files.values())
     assert not list(tiny_dir.glob("*.partial"))

@@ -86,7 +86,7 @@ def test_long_output_never_overflows_the_vocoder(tiny_models: Path) -> None:
     engine = load_engine(tiny_models, "outetts-0.3-tiny", max_tokens=400, max_chunk_codes=40)
     try:
         audio = np.concatenate(speak(engine, "A sentence long enough for many codes. " * 3))
-        assert audio.size > engine._vocoder.max_codes * CODE_SAMPLES
+        assert audio.size > engine._windows.max_frames * CODE_SAMPLES
     finally:
         engine.close()
 

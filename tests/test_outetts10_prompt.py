@@ -188,7 +188,7 @@ class Vocab:
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny 1.0 GGUF (from `modelgen.outetts10`) and a tiny 0.3 one, without vocoder."""
     directory = tmp_path_factory.mktemp("outetts10")
-    assert modelgen.write_tiny(directory) == ({}, {})
+    assert modelgen.write_tiny(directory) == directory / modelgen.TINY_GGUF
     write_lm_gguf(
         directory / "outetts-0.3-tiny.gguf",
         modelgen_outetts.OUTETTS_TINY_SHAPE,

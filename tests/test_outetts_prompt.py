@@ -19,7 +19,7 @@ from tools.modelgen import outetts as modelgen_outetts
 from wyoming_multitts.catalog import parse_catalog
 from wyoming_multitts.devices import CPU
 from wyoming_multitts.engines.outetts import prompt as op
-from wyoming_multitts.engines.outetts import speakers
+from wyoming_multitts.engines.outetts import speakers, speakers10
 from wyoming_multitts.engines.outetts.prompt import (
     CODE,
     END,
@@ -453,15 +453,22 @@ def test_tiny_catalog_entries(tiny_dir: Path) -> None:
     models, voices = json.loads((tiny_dir / "entries.json").read_text())
     catalog = parse_catalog({"models": models, "voices": voices}, tiny_dir / "voices.yaml")
     assert {model.engine for model in catalog.models.values()} == {"outetts"}
-    for model in catalog.models.values():
-        assert all((tiny_dir / str(ref.path)).is_file() for ref in model.files.values())
-        assert model.options["max_tokens"] == 120
     versions = {name: name.split("-")[1] for name in models}  # outetts-0.2-tiny → 0.2
+    assert sorted(versions.values()) == ["0.2", "0.3", "1.0"]
+    for name, model in catalog.models.items():
+        assert all((tiny_dir / str(ref.path)).is_file() for ref in model.files.values())
+        assert model.options["max_tokens"] == (240 if versions[name] == "1.0" else 120)
     paths = {
-        name: speakers.speaker_path(str(voice.speaker), versions[voice.model], base_dir=tiny_dir)
+        name: (
+            speakers10.speaker_path(str(voice.speaker), base_dir=tiny_dir)
+            if versions[voice.model] == "1.0"
+            else speakers.speaker_path(str(voice.speaker), versions[voice.model], tiny_dir)
+        )
         for name, voice in catalog.voices.items()
     }
-    assert all(speakers.load_speaker(path).words for path in paths.values())
+    for name, path in paths.items():
+        reader = speakers10 if versions[catalog.voices[name].model] == "1.0" else speakers
+        assert reader.load_speaker(path).words
     # one voice names its speaker by a file next to the catalog, the others by built-in name
     assert paths[modelgen_outetts.TINY_CUSTOM_VOICE].parent == tiny_dir
     assert (

@@ -27,6 +27,7 @@ FRAME_SAMPLES = {
     "tiny-tara": 2048,  # Orpheus: one SNAC frame (7 tokens) is 2048 samples at 24 kHz
     "tiny-oute3-en-male-1": 320,  # OuteTTS 0.3: one WavTokenizer code is 320 samples
     "tiny-oute2-en-male-1": 320,  # OuteTTS 0.2
+    "tiny-oute10-en-female-1": 320,  # OuteTTS 1.0: one DAC frame (a c1 and a c2 code)
     "tiny-qwen3-ryan": 1920,  # Qwen3-TTS: one 12.5 Hz frame (all its codebooks) is 1920 samples
     "tiny-qwen3-clone": 1920,  # Qwen3-TTS Base, in-context clone of a 16 kHz reference WAV
     "tiny-bark-en": 320,  # Bark: one EnCodec frame (8 fine codes) is 320 samples
@@ -36,12 +37,13 @@ MAX_FRAMES = {
     "tiny-tara": 10,
     "tiny-oute3-en-male-1": 120,
     "tiny-oute2-en-male-1": 120,
+    "tiny-oute10-en-female-1": 120,
     "tiny-qwen3-ryan": 12,
     "tiny-qwen3-clone": 12,
     "tiny-bark-en": 24,
 }
-"""Frames one text piece can make: the tiny catalog's max_tokens (70 / 7; 120 codes) or
-max_frames (Qwen3-TTS); Bark: 16 semantic tokens make 24 frames."""
+"""Frames one text piece can make: the tiny catalog's max_tokens (70 / 7; 120 codes; OuteTTS 1.0
+240 / 2) or max_frames (Qwen3-TTS); Bark: 16 semantic tokens make 24 frames."""
 ENGINE_VOICES = pytest.mark.parametrize("voice", list(FRAME_SAMPLES))
 THREE_SENTENCES = "Hello there. The weather is fine today! Shall we go for a walk?"
 

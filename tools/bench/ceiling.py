@@ -11,8 +11,8 @@ It loads the model, warms up and prints a JSON line `{"load_s": …}`. Then, for
 `{"prompt_tokens": [66, 65], "cached_tokens": 0}` on stdin, it measures one run (each prompt
 evaluated after that many cached tokens) and prints its figures as a JSON line.
 At end of input it times the first codec window (SNAC for Orpheus, the WavTokenizer vocoder for
-OuteTTS, the 12 Hz decoder for Qwen3-TTS, Bark's whole EnCodec decode) and prints a last JSON
-line.
+OuteTTS 0.2/0.3 and DAC for 1.0, the 12 Hz decoder for Qwen3-TTS, Bark's whole EnCodec decode)
+and prints a last JSON line.
 
 It talks to llama.cpp's C API directly (`raw_llama`; `raw_qwen3` for the Qwen3-TTS talker and
 code predictor): Orpheus and OuteTTS decode `--decode-tokens` greedy tokens, Qwen3-TTS
@@ -39,11 +39,11 @@ from wyoming_multitts.catalog import ModelSpec, load_catalog
 from wyoming_multitts.codecs.encodec24 import Encodec24Decoder
 from wyoming_multitts.codecs.qwen3_12hz import load_qwen3_codec
 from wyoming_multitts.codecs.snac24 import SnacDecoder
-from wyoming_multitts.codecs.wavtokenizer import WavTokenizerVocoder
 from wyoming_multitts.devices import CPU, set_torch_threads
 from wyoming_multitts.engines.bark import checkpoint as bark_checkpoint
 from wyoming_multitts.engines.bark import engine as bark
 from wyoming_multitts.engines.orpheus import engine as orpheus
+from wyoming_multitts.engines.outetts import dialects as outetts_dialects
 from wyoming_multitts.engines.outetts import engine as outetts
 from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
 from wyoming_multitts.errors import context
@@ -61,7 +61,6 @@ CODEC_REPEATS = 7
 SNAC_CODES_PER_FRAME = (1, 2, 4)
 """Codes per frame of SNAC's three levels (vq_strides 4, 2, 1)."""
 SNAC_CODEBOOK_SIZE = 4096
-WAVTOKENIZER_CODEBOOK_SIZE = 4096
 SEED = 1
 CPU_TORCH = torch.device("cpu")
 
@@ -97,7 +96,8 @@ class CodecWindow:
 
     n_ctx: int
     frame_tokens: int
-    """Tokens the language model writes per codec frame (Orpheus 7; OuteTTS ~1 per code)."""
+    """Tokens the language model writes per codec frame (Orpheus 7; OuteTTS ~1 per code, 1.0
+    ~2: a c1 and a c2 code)."""
     first_window_frames: int
     decode: Callable[[], object]
     """One decode of a first window of random codes, with the engine's own decoder."""
@@ -130,23 +130,24 @@ def orpheus_window(model: ModelSpec, threads: int) -> CodecWindow:
 
 
 def outetts_window(model: ModelSpec, threads: int) -> CodecWindow:
-    """OuteTTS: the WavTokenizer vocoder, `first_chunk_codes + context_right` codes of 1 token."""
-    options = apply_options(outetts.OuteOptions(), model.options)
-    codes_in_window = options.first_chunk_codes + options.context_right
-    vocoder = WavTokenizerVocoder(
-        _local_path(model, "vocoder"),
-        CPU,
-        max_codes=codes_in_window,
-        threads=threads,
-    )
-    codes = np.random.default_rng(SEED).integers(0, WAVTOKENIZER_CODEBOOK_SIZE, codes_in_window)
+    """OuteTTS: its codec (the WavTokenizer vocoder for 0.2/0.3, DAC for 1.0), a window of
+    `first_chunk_codes + context_right` frames of 1 token (WavTokenizer) or 2 (DAC)."""
+    vocoder = _local_path(model, "vocoder")
+    version = outetts_dialects.version_of_vocoder(vocoder)
+    options = apply_options(outetts.default_options(version), model.options)
+    frames = options.first_chunk_codes + options.context_right
+    set_torch_threads(threads)
+    codec = outetts_dialects.VERSIONS[version].codec(vocoder, CPU, threads, options.windows)
+    codes = np.random.default_rng(SEED).integers(
+        0, codec.codebook_size, (frames, codec.codes_per_frame)
+    )  # (F, 1 or 2) int64
     return CodecWindow(
         n_ctx=options.n_ctx,
-        frame_tokens=1,
-        first_window_frames=codes_in_window,
-        decode=lambda: vocoder.decode(codes),
-        samples_per_frame=vocoder.samples_per_frame,
-        sample_rate=vocoder.sample_rate,
+        frame_tokens=codec.codes_per_frame,
+        first_window_frames=frames,
+        decode=lambda: codec.decode(codes),
+        samples_per_frame=codec.samples_per_frame,
+        sample_rate=codec.sample_rate,
     )
 
 

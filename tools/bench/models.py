@@ -35,8 +35,10 @@ def ensure_models(
 ) -> Path:
     """Random `size` ("tiny"/"full-size") models of the `engines` in `directory`, built unless all
     there already (the catalog keeps other engines' models an earlier build wrote there)."""
+    from tools.modelgen.__main__ import model_names  # imports torch: only here
+
     catalog = directory / GENERATED_CATALOG
-    if catalog.is_file() and _complete(load_catalog(catalog), engines):
+    if catalog.is_file() and _complete(load_catalog(catalog), model_names(size, engines)):
         _LOGGER.info("Using the models in %s", directory)
         return catalog
     _LOGGER.info(
@@ -54,11 +56,11 @@ def ensure_models(
     return catalog
 
 
-def _complete(catalog: Catalog, engines: tuple[str, ...]) -> bool:
-    """Each of the `engines` has a model there and all their files are present (else the catalog
-    is written again; `modelgen` keeps the models already there)."""
-    chosen = [model for model in catalog.models.values() if model.engine in engines]
-    return {model.engine for model in chosen} >= set(engines) and all(
+def _complete(catalog: Catalog, names: set[str]) -> bool:
+    """Every model `modelgen` writes for the engines is there with all its files (else the
+    catalog is written again; `modelgen` keeps the models already there)."""
+    chosen = [model for name, model in catalog.models.items() if name in names]
+    return len(chosen) == len(names) and all(
         ref.path is not None and ref.path.exists()
         for model in chosen
         for ref in model.files.values()

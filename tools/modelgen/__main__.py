@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,17 +42,48 @@ class EngineModels:
     """Writes the tiny model(s) into a folder."""
     full_size: Callable[[Path, int], CatalogEntries]
     """Writes the full-size model(s) into a folder, using that many threads."""
+    models: Mapping[str, tuple[str, ...]]
+    """Size ("tiny", "full-size") → the names of the models its writer adds to the catalog."""
 
 
 ENGINES = (
-    EngineModels("orpheus", orpheus.write_tiny, orpheus.write_full_size),
-    EngineModels("outetts", outetts.write_tiny, outetts.write_full_size),
-    EngineModels("qwen3tts", qwen3tts.write_tiny, qwen3tts.write_full_size),
-    EngineModels("bark", bark.write_tiny, bark.write_full_size),
+    EngineModels(
+        "orpheus",
+        orpheus.write_tiny,
+        orpheus.write_full_size,
+        {"tiny": (orpheus.TINY_MODEL,), "full-size": (orpheus.FULL_MODEL,)},
+    ),
+    EngineModels(
+        "outetts",
+        outetts.write_tiny,
+        outetts.write_full_size,
+        {"tiny": outetts.TINY_MODEL_NAMES, "full-size": outetts.FULL_MODEL_NAMES},
+    ),
+    EngineModels(
+        "qwen3tts",
+        qwen3tts.write_tiny,
+        qwen3tts.write_full_size,
+        {
+            "tiny": (qwen3tts.TINY_MODEL, qwen3tts.TINY_BASE_MODEL),
+            "full-size": (qwen3tts.FULL_MODEL,),
+        },
+    ),
+    EngineModels(
+        "bark",
+        bark.write_tiny,
+        bark.write_full_size,
+        {"tiny": (bark.TINY_MODEL,), "full-size": (bark.FULL_MODEL,)},
+    ),
 )
 """Every engine with random models; a new engine adds its line here."""
 ENGINE_NAMES = tuple(engine.engine for engine in ENGINES)
 """Their names: the choices of `--engine`."""
+
+
+def model_names(size: str, engines: Collection[str] = ENGINE_NAMES) -> set[str]:
+    """The models `write_models` puts in the catalog for these engines at this size (a folder
+    built before an engine gained a model lacks it: the benchmark then builds it again)."""
+    return {name for engine in ENGINES if engine.engine in engines for name in engine.models[size]}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,4 +1,5 @@
-"""Random-weight OuteTTS 0.2 / 0.3 models: Qwen2 GGUFs with OuteTTS vocabularies, plus vocoders.
+"""Random-weight OuteTTS models, codecs and catalog entries: 0.2 / 0.3 (Qwen2 GGUFs with their
+vocabularies, the WavTokenizer vocoder) and 1.0 (`outetts10.py`'s Llama GGUF, the DAC codec).
 
 The vocabulary has the real size (157 696) and every OuteTTS token by name as a CONTROL token:
 Qwen2.5's specials at their real ids, then the TTS tokens. For 0.2 the ids are the real ones
@@ -6,7 +7,8 @@ Qwen2.5's specials at their real ids, then the TTS tokens. For 0.2 the ids are t
 docs/engines.md, "OuteTTS: token ids"). The 0.3 order is not published: ours is plausible and on
 purpose different (durations before codes), so nothing can depend on 0.2's ids. Plain text maps
 to byte tokens, `"\\n"` included, instead of the real BPE ids; the engine reads every id it needs
-from the vocabulary. The vocoder is the WavTokenizer GGUF of `modelgen.wavtokenizer`.
+from the vocabulary. The vocoder is the WavTokenizer GGUF of `modelgen.wavtokenizer`; 1.0's is
+the DAC checkpoint of `modelgen.dac`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from wyoming_multitts.engines.outetts.prompt import PUNCTUATION_TOKENS
 from wyoming_multitts.engines.outetts.speakers import SPEAKERS_DIR
 from wyoming_multitts.formats.gguf import LmShape
 
+from . import outetts10
+from .dac import write_full_dac, write_tiny_dac
 from .files import CatalogEntries, atomic_path
 from .gguf_lm import Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
 from .wavtokenizer import write_full_wavtokenizer, write_tiny_wavtokenizer
@@ -166,6 +170,11 @@ TINY_CUSTOM_VOICE = "tiny-oute3-custom-speaker"
 TINY_CUSTOM_SPEAKER = "outetts-custom-speaker.json"
 """A speaker profile given as a file (a copy of the 0.3 `en_female_1`), relative to the
 catalog's folder like every `path:` of the catalog."""
+TINY10_MAX_TOKENS = 240
+"""1.0: at most 120 DAC frames (a c1 and a c2 token each), 1.6 s."""
+TINY10_VOICE = "tiny-oute10-en-female-1"
+SPEAKER10 = "en-female-1-neutral"
+"""The built-in 1.0 speaker (data/outetts/v1.0)."""
 
 FULL_SEED = 4
 FULL_MODEL = "outetts-0.3-500m-random"
@@ -178,12 +187,20 @@ FULL_VOICES = {
     "random-oute3-en-male-1": ("0.3", "en_male_1", "en"),
     "random-oute3-en-female-1": ("0.3", "en_female_1", "en"),
 }
+FULL10_MAX_TOKENS = 4000
+"""1.0: about 22 s of audio at ~180 tokens per second (the engine's default)."""
+FULL10_VOICE = "random-oute10-en-female-1"
+
+TINY_MODEL_NAMES = (*TINY_MODELS.values(), outetts10.TINY_MODEL)
+FULL_MODEL_NAMES = (FULL_MODEL, outetts10.FULL_MODEL)
+"""The models `write_tiny` and `write_full_size` add to the catalog."""
 
 
 def write_tiny(directory: Path) -> CatalogEntries:
-    """Write both tiny OuteTTS GGUFs, the tiny vocoder and a speaker file; return catalog entries.
+    """Write the tiny OuteTTS GGUFs (0.2, 0.3, 1.0), the tiny vocoder and DAC and a speaker
+    file; return catalog entries.
 
-    Deterministic (fixed seeds): about 45 MB in a few seconds.
+    Deterministic (fixed seeds): about 70 MB in a few seconds.
     """
     directory.mkdir(parents=True, exist_ok=True)
     for version, model in TINY_MODELS.items():
@@ -199,6 +216,8 @@ def write_tiny(directory: Path) -> CatalogEntries:
     vocoder = write_tiny_wavtokenizer(directory)
     with atomic_path(directory / TINY_CUSTOM_SPEAKER) as partial:
         shutil.copyfile(SPEAKERS_DIR / "v0.3" / "en_female_1.json", partial)
+    gguf10 = outetts10.write_tiny(directory)
+    dac = write_tiny_dac(directory)
 
     models = {
         model: _model_entry(
@@ -206,6 +225,9 @@ def write_tiny(directory: Path) -> CatalogEntries:
         )
         for version, model in TINY_MODELS.items()
     }
+    models[outetts10.TINY_MODEL] = _model_entry(
+        "Tiny random OuteTTS 1.0 (tests)", gguf10.name, dac.name, TINY10_MAX_TOKENS
+    )
     voices = {
         voice: _voice_entry(TINY_MODELS[version], speaker, language, f"{speaker} (tiny OuteTTS)")
         for voice, (version, speaker, language) in TINY_VOICES.items()
@@ -213,14 +235,19 @@ def write_tiny(directory: Path) -> CatalogEntries:
     voices[TINY_CUSTOM_VOICE] = _voice_entry(
         TINY_MODELS["0.3"], TINY_CUSTOM_SPEAKER, "en", "Speaker from a JSON file (tiny OuteTTS)"
     )
+    voices[TINY10_VOICE] = _voice_entry(
+        outetts10.TINY_MODEL, SPEAKER10, "en", f"{SPEAKER10} (tiny OuteTTS 1.0)"
+    )
     return models, voices
 
 
 def write_full_size(directory: Path, threads: int) -> CatalogEntries:
-    """Build an OuteTTS-0.3-500M-shaped Q4_K_M GGUF and the full vocoder; return catalog entries.
+    """Build OuteTTS-0.3-500M- and Llama-OuteTTS-1.0-1B-shaped Q4_K_M GGUFs, the full vocoder
+    and DAC; return catalog entries.
 
-    Skips whatever already exists. Needs llama-cpp-python and, for a while, 1.4 GB of disk: the
-    F16 model (1.0 GB, seconds) is quantized (≈ 400 MB; ~10 s on 2 cores) and then deleted.
+    Skips whatever already exists. Needs llama-cpp-python and, for a while, 3.3 GB of disk: each
+    F16 model (1.0 and 2.5 GB, seconds) is quantized (≈ 0.4 and 0.8 GB; ~10 and ~30 s on 2
+    cores) and then deleted.
     """
     directory.mkdir(parents=True, exist_ok=True)
     write_quantized_lm(
@@ -233,6 +260,8 @@ def write_full_size(directory: Path, threads: int) -> CatalogEntries:
         favoured_tokens=audio_code_ids("0.3"),  # codes, so the vocoder runs too
     )
     vocoder = write_full_wavtokenizer(directory)
+    gguf10 = outetts10.write_full_size(directory, threads)
+    dac = write_full_dac(directory)
 
     models = {
         FULL_MODEL: _model_entry(
@@ -240,12 +269,21 @@ def write_full_size(directory: Path, threads: int) -> CatalogEntries:
             FULL_GGUF,
             vocoder.name,
             FULL_MAX_TOKENS,
-        )
+        ),
+        outetts10.FULL_MODEL: _model_entry(
+            "Random-weight Llama-OuteTTS-1.0-1B, Q4_K_M, DAC (benchmarks)",
+            gguf10.name,
+            dac.name,
+            FULL10_MAX_TOKENS,
+        ),
     }
     voices = {
         voice: _voice_entry(FULL_MODEL, speaker, language, f"{speaker} (random OuteTTS-0.3-500M)")
         for voice, (_version, speaker, language) in FULL_VOICES.items()
     }
+    voices[FULL10_VOICE] = _voice_entry(
+        outetts10.FULL_MODEL, SPEAKER10, "en", f"{SPEAKER10} (random Llama-OuteTTS-1.0-1B)"
+    )
     return models, voices
 
 

@@ -11,8 +11,9 @@ place: `<|im_start|>`, `<|im_end|>`, the text, voice, emotion and audio markers,
 `<|t_0.00|>`..`<|t_10.00|>` (their real count is not published), `<|code|>`, the three feature
 families, the word and global-feature markers) and the vocabulary's size (ours ends at the last
 OuteTTS token). The engine reads every id by name, so none of this can leak into it. Plain text
-maps to byte tokens instead of the real BPE ids. No codec here: DAC is a torch model written
-elsewhere. The 0.6B (Qwen3) release has the same tokens on Qwen3's vocabulary.
+maps to byte tokens instead of the real BPE ids. The codec (DAC, `dac.py`) and the catalog
+entries are written by `outetts.py`, with those of 0.2/0.3. The 0.6B (Qwen3) release has the
+same tokens on Qwen3's vocabulary.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from wyoming_multitts.engines.outetts.speakers10 import FEATURE_MAX, FEATURE_NAMES
 from wyoming_multitts.formats.gguf import LmShape
 
-from .files import CatalogEntries, atomic_path
+from .files import atomic_path
 from .gguf_lm import Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
 from .orpheus import BOS_ID, CUSTOM_TOKEN_BASE_ID, PRE_TOKENIZER, orpheus_special_tokens
 
@@ -124,23 +125,21 @@ LLAMA_OUTETTS_TINY_SHAPE = toy_size(LLAMA_OUTETTS_1B_SHAPE)
 """The same graph at toy size: 8.5 M params (almost all the tied 131 626-row embedding), 20 MB."""
 
 # ----------------------------------------------------------------------------------------------
-# Files
+# Files (their catalog entries, with the DAC's, are written by `outetts.py`)
 
 TINY_SEED = 5
 TINY_MODEL = "outetts-1.0-tiny"
 TINY_GGUF = f"{TINY_MODEL}.gguf"
 
 FULL_SEED = 6
+FULL_MODEL = "outetts-1.0-1b-random"
 FULL_GGUF = "Llama-OuteTTS-1.0-1B-random-Q4_K_M.gguf"
 FULL_QUANT = "q4_k_m"
 """As the GGUF repo's `Llama-OuteTTS-1.0-1B-Q4_K_M.gguf` (its size is not published)."""
 
 
-def write_tiny(directory: Path) -> CatalogEntries:
-    """Write the tiny 1.0 GGUF into `directory` (a second, in a few seconds).
-
-    No catalog entries yet: the engine does not serve 1.0 models so far.
-    """
+def write_tiny(directory: Path) -> Path:
+    """Write the tiny 1.0 GGUF into `directory` (a second, in a few seconds); return its path."""
     directory.mkdir(parents=True, exist_ok=True)
     with atomic_path(directory / TINY_GGUF) as partial:
         write_lm_gguf(
@@ -151,11 +150,11 @@ def write_tiny(directory: Path) -> CatalogEntries:
             name=TINY_MODEL,
             favoured_tokens=audio_code_ids(),  # random weights: speak codes
         )
-    return {}, {}
+    return directory / TINY_GGUF
 
 
-def write_full_size(directory: Path, threads: int) -> CatalogEntries:
-    """Build a Llama-OuteTTS-1.0-1B-shaped Q4_K_M GGUF, for the benchmark; no catalog entries yet.
+def write_full_size(directory: Path, threads: int) -> Path:
+    """Build a Llama-OuteTTS-1.0-1B-shaped Q4_K_M GGUF, for the benchmark; return its path.
 
     Skips it if it exists. Needs llama-cpp-python and, for a while, 3.3 GB of disk: the F16
     model (2.5 GB) is quantized (≈ 0.8 GB) and then deleted.
@@ -170,4 +169,4 @@ def write_full_size(directory: Path, threads: int) -> CatalogEntries:
         threads,
         favoured_tokens=audio_code_ids(),
     )
-    return {}, {}
+    return directory / FULL_GGUF

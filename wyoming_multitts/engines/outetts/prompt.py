@@ -493,3 +493,7 @@ class ReplyParser:
             self.finished = True
             events.append(ReplyEvent(END))
         return events
+
+    def frames(self, token: int) -> list[tuple[int]]:
+        """The audio frames (one code each) one token completes: the engine's `Reader`."""
+        return [(event.code,) for event in self.feed(token) if event.kind == CODE]

@@ -597,3 +597,8 @@ class ReplyReader:
             return None
         self.n_frames += 1
         return Frame(self._c1.popleft(), self._c2.popleft())
+
+    def frames(self, token: int) -> list[Frame]:
+        """`feed` as a list, the engine's `Reader` (as 0.2/0.3's `ReplyParser.frames`)."""
+        frame = self.feed(token)
+        return [] if frame is None else [frame]
