@@ -31,6 +31,7 @@ from torch import nn
 from ..errors import ConvertError
 from ..formats import PARTIAL_SUFFIX
 from ..formats.safetensors import DOWNLOAD_AGAIN, SHOWN_NAMES
+from .folding import folded_weight
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ def convert_checkpoint(checkpoint: Path) -> Path:
     """The safetensors file of the release `checkpoint` (a `DAC.save` .pth), converting it now
     unless an up-to-date conversion is already there; returns its path.
 
-    Weight norm is folded (`fold_weight_norm`), every tensor made float32, and the checkpoint's
+    Weight norm is folded (`folded_state`), every tensor made float32, and the checkpoint's
     `metadata.kwargs` kept as JSON in the file's metadata with the source's size and mtime (a
     changed source is converted again). Written under a temporary name and renamed, so an
     interrupted conversion is never taken for a finished one and two processes converting at
@@ -187,7 +188,7 @@ def convert_checkpoint(checkpoint: Path) -> Path:
     start = time.monotonic()
     _remove_stale_partials(out)
     state, kwargs = read_release(checkpoint)
-    folded = fold_weight_norm(state, checkpoint)
+    folded = folded_state(state, checkpoint)
     shape = DacShape.from_tensors({name: tuple(t.shape) for name, t in folded.items()}, checkpoint)
     disagreements = shape.disagreements(kwargs)
     if disagreements:
@@ -249,7 +250,7 @@ def read_release(checkpoint: Path) -> tuple[dict[str, torch.Tensor], dict[str, A
     return dict(state), dict(kwargs)
 
 
-def fold_weight_norm(state: Mapping[str, torch.Tensor], path: Path) -> dict[str, torch.Tensor]:
+def folded_state(state: Mapping[str, torch.Tensor], path: Path) -> dict[str, torch.Tensor]:
     """The state dict with every (X.weight_g, X.weight_v) pair replaced by X.weight = g · v / ‖v‖,
     the norm over all but dim 0 (what `torch.nn.utils.weight_norm`'s hook computes before each
     forward, here once, by the same op), all tensors float32."""
@@ -262,8 +263,7 @@ def fold_weight_norm(state: Mapping[str, torch.Tensor], path: Path) -> dict[str,
             direction = state.get(f"{stem}.{WEIGHT_V}")
             if direction is None:
                 raise ConvertError(f"{path} has {name} but no {stem}.{WEIGHT_V}; {DOWNLOAD_AGAIN}")
-            # pylint: disable-next=protected-access  # the op torch's WeightNorm hook runs
-            folded[f"{stem}.weight"] = torch._weight_norm(direction.float(), tensor.float(), 0)
+            folded[f"{stem}.weight"] = folded_weight(tensor, direction)
         else:
             folded[name] = tensor.float().contiguous()
     orphans = [

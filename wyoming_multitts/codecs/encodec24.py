@@ -24,6 +24,8 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
+from .folding import folded_weight
+
 CODEC_PREFIX = "codec_model."
 """Prefix of the codec's tensors in Bark's checkpoint."""
 SEANET_RENAMES = ((r"^model\.", "layers."), (r"\.conv\.conv\.|\.convtr\.convtr\.", ".conv."))
@@ -62,12 +64,6 @@ def encodec_modules() -> tuple[ModuleType, ModuleType]:
     )
 
 
-def _fold(g: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Weight norm over dim 0 (torch's default, used by EnCodec): g · v / ‖v‖."""
-    norm = v.flatten(1).norm(dim=1).view(-1, *([1] * (v.dim() - 1)))  # (out, 1, 1)
-    return g * v / norm
-
-
 def checkpoint_name(part: str, name: str) -> str:
     """The name in Bark's checkpoint of tensor `name` of the encodec package's `part` module
     (`encoder`, `decoder`, `quantizer`)."""
@@ -91,7 +87,8 @@ def codec_state(part: str, module: nn.Module, state: Mapping[str, torch.Tensor])
         if source in state:
             value, used = state[source], used | {source}
         elif source.endswith(".weight") and pairs:
-            value, used = _fold(state[pairs[0][0]], state[pairs[0][1]]), used | set(pairs[0])
+            value = folded_weight(state[pairs[0][0]], state[pairs[0][1]])
+            used |= set(pairs[0])
         else:
             raise CodecError(f"the checkpoint lacks the codec tensor {source}")
         if value.shape != wanted.shape:

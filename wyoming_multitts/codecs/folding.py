@@ -1,4 +1,4 @@
-"""Fold weight-norm parametrizations into plain weights for inference.
+"""Fold weight norm into plain weights for inference: in a module, or in a checkpoint's tensors.
 
 `torch.nn.utils.parametrizations.weight_norm` recomputes g * v / |v| on every forward call; for
 inference the product never changes, so computing it once is the same output for less work
@@ -7,6 +7,7 @@ inference the product never changes, so computing it once is the same output for
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
@@ -21,3 +22,11 @@ def fold_weight_norm(model: nn.Module) -> int:
                 parametrize.remove_parametrizations(module, name, leave_parametrized=True)
                 folded += 1
     return folded
+
+
+def folded_weight(magnitude: torch.Tensor, direction: torch.Tensor) -> torch.Tensor:
+    """The weight a `torch.nn.utils.weight_norm` (dim 0) pair stands for, g · v / ‖v‖ with the
+    norm over all but dim 0, computed by the op that weight norm's own hook runs (so the result
+    is the reference's, bit for bit), in float32."""
+    # pylint: disable-next=protected-access  # the op torch's WeightNorm hook runs
+    return torch._weight_norm(direction.float(), magnitude.float(), 0)
