@@ -35,7 +35,7 @@ from wyoming.tts import (
 )
 
 from .audio import PCM_CHANNELS, PCM_WIDTH, PcmChunker, to_pcm16
-from .catalog import TEXT_OPTIONS, Catalog, VoiceSpec
+from .catalog import Catalog, VoiceSpec
 from .engines import ENGINE_NATIVE_TEXT
 from .engines.base import VoiceSettings
 from .errors import InternalError, VoiceError
@@ -323,12 +323,10 @@ class SynthesisHandler(AsyncEventHandler):
         """How the voice's text is made speakable: its languages, the text options of its model
         and its own, and what its engine reads itself."""
         model = self._catalog.models[spec.model]
-        options = {**model.text_options, **spec.text_options}
         return TextPolicy(
             languages=spec.languages,
-            normalize=options.get("normalize", TEXT_OPTIONS["normalize"][0]),
-            emoji=options.get("emoji", TEXT_OPTIONS["emoji"][0]),
             native_languages=ENGINE_NATIVE_TEXT.get(model.engine, frozenset()),
+            **{**model.text_options, **spec.text_options},  # normalize, emoji (checked)
         )
 
     def _check_text(self, text: str) -> None:

@@ -60,11 +60,11 @@ class TextPolicy:
 
     languages: tuple[str, ...] = ("en",)
     """The voice's languages, the catalog's first one first (each sentence is in one of them)."""
-    normalize: str = "auto"
+    normalize: str = TEXT_OPTIONS["normalize"][0]
     """`full` spells out numbers, dates, units and abbreviations; `auto` does so except in the
     `native_languages`; `off` leaves the text as written (Markdown included), only split into
     sentences."""
-    emoji: str = "drop"
+    emoji: str = TEXT_OPTIONS["emoji"][0]
     """`drop` emoji, or `name` them (CLDR names, in the languages the `emoji` package has)."""
     native_languages: frozenset[str] = frozenset()
     """Languages whose numbers and dates the engine reads well itself (left to it by `auto`)."""
