@@ -53,14 +53,16 @@ def test_audio_streams_in_windows_of_whole_codes(engine: outetts.OuteTTS) -> Non
     assert audio.size > 0 and np.isfinite(audio).all()
 
 
-def test_speaker_prefix_stays_in_the_kv_cache(engine: outetts.OuteTTS, tiny_models: Path) -> None:
-    speak(engine, "Someone else first.", speaker="en_female_1")
-    first = speak(engine, "The first request.")
+def test_turn_layout_keeps_the_speaker_in_the_kv_cache(
+    engine: outetts.OuteTTS, tiny_models: Path
+) -> None:
+    speak(engine, "Someone else first.", speaker="en_female_1", prompt_layout="turn")
+    first = speak(engine, "The first request.", prompt_layout="turn")
     full_prefill = engine.last_prefill_tokens
-    cached = speak(engine, "Hello there, how are you?", seed=4)
+    cached = speak(engine, "Hello there, how are you?", seed=4, prompt_layout="turn")
     assert engine.last_prefill_tokens < full_prefill / 10  # only the new words were evaluated
     # reusing the cache changes nothing: a fresh engine says exactly the same
-    fresh = load_engine(tiny_models, f"outetts-{engine.version}-tiny")
+    fresh = load_engine(tiny_models, f"outetts-{engine.version}-tiny", prompt_layout="turn")
     try:
         again = speak(fresh, "Hello there, how are you?", seed=4)
         assert fresh.last_prefill_tokens > 10 * engine.last_prefill_tokens  # it had no cache
@@ -71,13 +73,21 @@ def test_speaker_prefix_stays_in_the_kv_cache(engine: outetts.OuteTTS, tiny_mode
 
 
 def test_other_speaker_replaces_the_cached_prefix(engine: outetts.OuteTTS) -> None:
-    speak(engine, "One.", speaker="en_male_1")
-    speak(engine, "Two.", speaker="en_female_1")
+    speak(engine, "One.", speaker="en_male_1", prompt_layout="turn")
+    speak(engine, "Two.", speaker="en_female_1", prompt_layout="turn")
     assert engine.last_prefill_tokens > 200  # a new speaker profile was evaluated
 
 
-def test_inline_layout_and_no_speaker_work_too(engine: outetts.OuteTTS) -> None:
-    assert speak(engine, "Inline layout.", prompt_layout="inline")
+def test_official_inline_layout_is_the_default(engine: outetts.OuteTTS) -> None:
+    """The layout the models were trained on: the speaker's audio follows the new words, so every
+    request evaluates it again (only the speaker's words before the new text stay cached)."""
+    assert engine._settings.model.options.prompt_layout == "inline"
+    speak(engine, "One.")
+    assert speak(engine, "Two.")
+    assert engine.last_prefill_tokens > 200
+
+
+def test_no_speaker_works_too(engine: outetts.OuteTTS) -> None:
     assert speak(engine, "No speaker at all.", speaker=None)
 
 

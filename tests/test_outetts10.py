@@ -92,7 +92,7 @@ def test_0_3_keeps_its_own_defaults(tiny_models: Path) -> None:
     )
     try:
         assert loaded.version == "0.3"
-        assert loaded._settings.model.options.prompt_layout == "turn"
+        assert loaded._settings.model.options.prompt_layout == "inline"
         assert loaded._windows == StreamWindows(40, 20, 10, 150)
     finally:
         loaded.close()

@@ -212,7 +212,6 @@ class Dialect10:
     sampling = prompt10.DEFAULT_SAMPLING
     option_defaults: ClassVar[Mapping[str, Any]] = {
         "max_tokens": 4000,
-        "prompt_layout": prompt10.DEFAULT_LAYOUT,
         "guide_tokens": False,
         "n_ctx": 6144,
         "context_left": 10,

@@ -7,10 +7,11 @@ id, and what differs lives behind `dialects.Dialect`:
   vocoder, which llama.cpp runs as an embeddings model, and an inverse STFT;
 - 1.0 (Llama-3.2-1B or Qwen3-0.6B): a c1 and a c2 DAC code per frame, decoded by DAC in torch.
 
-The voice is a speaker profile (a built-in one or the user's JSON). With `prompt_layout: turn`
-(0.2/0.3's default) its part of the prompt stays in the KV cache between requests, so a request
-pays only for its own words; 1.0's default is the official `inline` layout, which evaluates the
-profile (~1 800 tokens) for every request.
+The voice is a speaker profile (a built-in one or the user's JSON). The default is the official
+`inline` layout, the one the models were trained on, which evaluates the profile (0.3: ~1 000
+tokens, 1.0: ~1 800) for every request; with `prompt_layout: turn` the profile's part of the
+prompt stays in the KV cache between requests, so a request pays only for its own words (a
+speed option: the models never saw two turns in one context, so its quality is unchecked).
 """
 
 from __future__ import annotations
@@ -53,9 +54,10 @@ class OuteOptions:
     max_tokens: int = 2000
     """Most tokens generated per text piece: 0.2/0.3 write ~90 per second of audio (2000 ≈
     22 s); 1.0: 4000, at ~180 per second ≈ 22 s."""
-    prompt_layout: str = "turn"
-    """`turn`: the speaker profile is an earlier turn, kept in the KV cache (fast first audio);
-    `inline`: the official layout, the speaker's audio re-read for every request (1.0: inline)."""
+    prompt_layout: str = "inline"
+    """`inline`: the official layout, the speaker's audio re-read for every request; `turn`: the
+    speaker profile is an earlier turn, kept in the KV cache (fast first audio; a speed option
+    whose quality is unchecked, `prompt.py`)."""
     guide_tokens: bool = True
     """Keep the model on the request's words (llama.cpp's guard against skipped and invented
     words) and stop once every word is said. 1.0: false, as in the reference, where guided

@@ -61,8 +61,6 @@ from .speakers10 import (
 
 LAYOUTS = ("inline", "turn")
 """Where the speaker profile goes in the prompt (module docstring)."""
-DEFAULT_LAYOUT = "inline"
-"""The official layout."""
 
 FRAMES_PER_SECOND = 75
 """DAC.speech.v1.0: 24 kHz audio, 320 samples per frame (outetts 0.4.4
