@@ -1,5 +1,5 @@
 """Audio plumbing shared by all engines: float32 pieces to 16-bit PCM chunks, WAV files (writing,
-and reading reference recordings), resampling."""
+and reading reference recordings), resampling, mel filters."""
 
 from __future__ import annotations
 
@@ -162,3 +162,41 @@ def resample(samples: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
         block = padded[base[:, None] + offsets[None, :] + reach]  # (c, taps)
         out[start : start + len(base)] = np.einsum("ct,ct->c", block, weights[phase])
     return out
+
+
+SLANEY_F_SP = 200.0 / 3
+"""Slaney mel scale: linear below 1 kHz at 200/3 Hz per mel, logarithmic above (librosa
+`hz_to_mel(htk=False)`)."""
+SLANEY_MIN_LOG_HZ = 1000.0
+SLANEY_LOGSTEP = float(np.log(6.4) / 27.0)
+
+
+def slaney_mel_filters(rate: int, n_fft: int, n_mels: int, fmin: float, fmax: float) -> np.ndarray:
+    """Triangular mel filters (n_mels, n_fft // 2 + 1) float32, area-normalised ("slaney"), on
+    the slaney mel scale: librosa 0.11 `filters.mel(sr, n_fft, n_mels, fmin, fmax)`, step by
+    step in the same precision (float64 ramps, float32 weights)."""
+    bins = np.fft.rfftfreq(n=n_fft, d=1.0 / rate)  # (n_fft // 2 + 1,) Hz
+    edges = _mel_to_hz(np.linspace(_hz_to_mel(fmin), _hz_to_mel(fmax), n_mels + 2))  # (n+2,)
+    widths = np.diff(edges)  # (n_mels + 1,)
+    ramps = np.subtract.outer(edges, bins)  # (n_mels + 2, bins)
+    weights = np.zeros((n_mels, len(bins)), np.float32)
+    for i in range(n_mels):
+        lower = -ramps[i] / widths[i]
+        upper = ramps[i + 2] / widths[i + 1]
+        weights[i] = np.maximum(0, np.minimum(lower, upper))
+    weights *= (2.0 / (edges[2 : n_mels + 2] - edges[:n_mels]))[:, None]  # slaney area norm
+    return weights
+
+
+def _hz_to_mel(hz: float) -> float:
+    if hz < SLANEY_MIN_LOG_HZ:
+        return hz / SLANEY_F_SP
+    return SLANEY_MIN_LOG_HZ / SLANEY_F_SP + float(np.log(hz / SLANEY_MIN_LOG_HZ)) / SLANEY_LOGSTEP
+
+
+def _mel_to_hz(mels: np.ndarray) -> np.ndarray:
+    hz = SLANEY_F_SP * mels
+    min_log_mel = SLANEY_MIN_LOG_HZ / SLANEY_F_SP
+    log_part = mels >= min_log_mel
+    hz[log_part] = SLANEY_MIN_LOG_HZ * np.exp(SLANEY_LOGSTEP * (mels[log_part] - min_log_mel))
+    return hz

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ... import audio
 from ...errors import EngineError
 from ...formats.safetensors import load_module_tensors, weight_files
 
@@ -47,12 +48,6 @@ MAGNITUDE_EPSILON = 1e-9
 """|STFT| = sqrt(re² + im² + MAGNITUDE_EPSILON)."""
 LOG_FLOOR = 1e-5
 """log(max(mel, LOG_FLOOR)) (`dynamic_range_compression_torch`)."""
-
-SLANEY_F_SP = 200.0 / 3
-"""Slaney mel scale: linear below 1 kHz at 200/3 Hz per mel, logarithmic above (librosa
-`hz_to_mel(htk=False)`)."""
-SLANEY_MIN_LOG_HZ = 1000.0
-SLANEY_LOGSTEP = float(np.log(6.4) / 27.0)
 
 STATS_EPSILON = 1e-12
 """Floor of the variance in attentive statistics pooling."""
@@ -89,41 +84,9 @@ class SpeakerEncoderConfig:
 # ---- mel front-end
 
 
-def slaney_mel_filters(
-    rate: int = MEL_SAMPLE_RATE,
-    n_fft: int = MEL_N_FFT,
-    n_mels: int = MEL_BINS,
-    fmin: float = MEL_FMIN,
-    fmax: float = MEL_FMAX,
-) -> np.ndarray:
-    """Triangular mel filters (n_mels, n_fft // 2 + 1) float32, area-normalised ("slaney"), on
-    the slaney mel scale: librosa 0.11 `filters.mel(sr, n_fft, n_mels, fmin, fmax)`, step by
-    step in the same precision (float64 ramps, float32 weights)."""
-    bins = np.fft.rfftfreq(n=n_fft, d=1.0 / rate)  # (n_fft // 2 + 1,) Hz
-    edges = _mel_to_hz(np.linspace(_hz_to_mel(fmin), _hz_to_mel(fmax), n_mels + 2))  # (n+2,)
-    widths = np.diff(edges)  # (n_mels + 1,)
-    ramps = np.subtract.outer(edges, bins)  # (n_mels + 2, bins)
-    weights = np.zeros((n_mels, len(bins)), np.float32)
-    for i in range(n_mels):
-        lower = -ramps[i] / widths[i]
-        upper = ramps[i + 2] / widths[i + 1]
-        weights[i] = np.maximum(0, np.minimum(lower, upper))
-    weights *= (2.0 / (edges[2 : n_mels + 2] - edges[:n_mels]))[:, None]  # slaney area norm
-    return weights
-
-
-def _hz_to_mel(hz: float) -> float:
-    if hz < SLANEY_MIN_LOG_HZ:
-        return hz / SLANEY_F_SP
-    return SLANEY_MIN_LOG_HZ / SLANEY_F_SP + float(np.log(hz / SLANEY_MIN_LOG_HZ)) / SLANEY_LOGSTEP
-
-
-def _mel_to_hz(mels: np.ndarray) -> np.ndarray:
-    hz = SLANEY_F_SP * mels
-    min_log_mel = SLANEY_MIN_LOG_HZ / SLANEY_F_SP
-    log_part = mels >= min_log_mel
-    hz[log_part] = SLANEY_MIN_LOG_HZ * np.exp(SLANEY_LOGSTEP * (mels[log_part] - min_log_mel))
-    return hz
+def slaney_mel_filters() -> np.ndarray:
+    """The speaker encoder's mel filters (MEL_BINS, MEL_N_FFT // 2 + 1)."""
+    return audio.slaney_mel_filters(MEL_SAMPLE_RATE, MEL_N_FFT, MEL_BINS, MEL_FMIN, MEL_FMAX)
 
 
 class MelFrontEnd(nn.Module):
