@@ -12,8 +12,11 @@ package's 1.0 ("v3") speaker JSON (outetts 0.4.4 `version/v3/audio_processor.py`
      "interface_version": 3}
 
 The built-in one is in `data/outetts/v1.0/` (see the NOTICE.md there); a voice may also name a
-file. Making a profile needs Whisper and the DAC encoder, which the server does not run: users
-make them with the outetts package (`Interface.create_speaker` and `save_speaker`).
+file, made with the outetts package (`Interface.create_speaker` and `save_speaker`) or from a
+recording and its word timings by `create10.py`, its port. A word may have no codes at all
+(duration 0, `c1` and `c2` both empty): the package writes those for a word that ends, in whole
+frames, where the previous one ended (shorter than a frame, 1/75 s), and its prompt then gives
+the word `<|code|>` with no pairs.
 """
 
 from __future__ import annotations
@@ -183,6 +186,9 @@ def _speaker_word(entry: Any, where: str) -> SpeakerWord10:
             f"{where}: bad duration {duration}: must be 0..{MAX_WORD_SECONDS:g} seconds"
         )
     c1, c2 = (_codes(entry.get(book), f"{where}: '{book}'") for book in ("c1", "c2"))
+    for book, codes, other in (("c1", c1, c2), ("c2", c2, c1)):
+        if not codes and other:  # both empty is a word with no audio (module docstring)
+            raise SpeakerError(f"{where}: '{book}' (DAC codes) is missing or empty")
     if len(c1) != len(c2):
         raise SpeakerError(
             f"{where}: 'c1' has {len(c1)} codes but 'c2' {len(c2)}; each frame is one pair"
@@ -192,9 +198,9 @@ def _speaker_word(entry: Any, where: str) -> SpeakerWord10:
 
 
 def _codes(codes: Any, where: str) -> tuple[int, ...]:
-    """One codebook's codes of a word, checked."""
-    if not isinstance(codes, list) or not codes:
-        raise SpeakerError(f"{where} (DAC codes) is missing or empty")
+    """One codebook's codes of a word, checked; may be empty."""
+    if not isinstance(codes, list):
+        raise SpeakerError(f"{where} (DAC codes) is missing or not a list")
     for index, code in enumerate(codes):
         if isinstance(code, bool) or not isinstance(code, int):
             raise SpeakerError(f"{where}[{index}]: code {code!r} is not an integer")
