@@ -13,19 +13,38 @@ Weights are scaled so that every layer sees roughly unit-variance input, norms a
 random too (a layout mistake changes the output, so the numeric oracle catches it), and the
 head's log-magnitudes centre on `LOG_MAGNITUDE_MEAN`: the ISTFT then gives noise at a speech-like
 level, far below the magnitude clip.
+
+The encoder (making 0.2/0.3 speaker profiles) is written as outetts 0.4.4's `WavEncoder.
+save_pretrained` writes it, an `encoder/` folder, with the codebook of a decoder GGUF. Its SEANet
+has the real size whatever the decoder's (the package fixes it), and its codebook is 512 wide, so
+it pairs with a decoder whose `n_features` is 512, not with `TINY_WAVTOKENIZER`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import gguf
 import numpy as np
+import torch
 
+from wyoming_multitts.codecs.encodec24 import encodec_modules
+from wyoming_multitts.codecs.wavtokenizer_encoder import (
+    CODEBOOK,
+    DIMENSION,
+    ENCODER_PREFIX,
+    SAMPLE_RATE,
+    SEANET_ARGS,
+    WAVTOKENIZER_ENCODER_FILES,
+    decoder_codebook,
+)
 from wyoming_multitts.formats import PARTIAL_SUFFIX
 from wyoming_multitts.formats.gguf import GgufTensor, write_gguf
 
@@ -309,3 +328,137 @@ def write_full_wavtokenizer(directory: Path) -> Path:
 
 def _write_once(path: Path, shape: WavTokenizerShape) -> Path:
     return write_once(path, lambda partial: write_wavtokenizer(partial, shape, SEED))
+
+
+# ----------------------------------------------------------------------------------------------
+# The encoder
+
+ENCODER_RATIOS = (8, 5, 4, 2)
+"""`dowmsamples` of outetts' `WavEncoder._create_config`: 320 samples per code."""
+ENCODER_CONFIG = {
+    "feature_extractor_class": "decoder.feature_extractors.EncodecFeatures",
+    "feature_extractor_config": {
+        "encodec_model": "encodec_24khz",
+        "bandwidths": [6.6, 6.6, 6.6, 6.6],
+        "train_codebooks": True,
+        "num_quantizers": 1,
+        "dowmsamples": list(ENCODER_RATIOS),
+        "vq_bins": 4096,
+        "vq_kmeans": 200,
+    },
+}
+"""outetts 0.4.4 `WavEncoder._create_config()`, the `config.json` it saves (`vq_bins` is set to
+the decoder's code count)."""
+CODEBOOK_PREFIX = CODEBOOK.removesuffix("embed")
+"""`…_codebook.`: the codebook and its training buffers."""
+UNUSED_PREFIX = "feature_extractor.encodec.decoder."
+"""EnCodec's SEANet decoder: in the state dict (the package loads it strictly), never run."""
+
+WEIGHT_G_STD = 0.1
+"""Weight-norm magnitudes (the norm of each output channel's weights) are 1 + N(0, this):
+unit-variance inputs give roughly unit-variance outputs."""
+BIAS_STD = 0.1
+"""Biases are N(0, this)."""
+PROBE_LEVEL = 0.1
+"""Standard deviation of the 1 s noise the encoder's output scale is set on (speech-like)."""
+ENCODER_OUTPUT_STD = 1.0
+"""The encoder's output scale on that noise, set through its last conv: the codebook entries
+(`token_embd`) are N(0, 1), so frames pick many different codes."""
+
+TINY_ENCODER_DIR = "wavtokenizer-encoder-tiny"
+TINY_PAIRED_FILE = "wavtokenizer-tiny-512.gguf"
+TINY_PAIRED_WAVTOKENIZER = replace(TINY_WAVTOKENIZER, n_features=DIMENSION)
+"""`TINY_WAVTOKENIZER` with the encoder's 512-wide codebook: the decoder the tiny encoder pairs
+with (the codebook adds 4 MB)."""
+
+
+def _random_encoder(encoder: Any, generator: torch.Generator) -> dict:
+    """Random tensors for a weight-normed SEANet encoder (`weight_g`, `weight_v`), loaded into it
+    and returned. The first conv's gain makes speech-level input unit-variance; the last conv is
+    shifted and scaled so that on noise each output channel has mean 0 and the whole output
+    standard deviation `ENCODER_OUTPUT_STD` (frames then differ as much as codebook entries)."""
+    state = {}
+    for name, tensor in encoder.state_dict().items():
+        noise = torch.randn(tensor.shape, generator=generator)
+        if name.endswith("weight_g"):
+            state[name] = 1.0 + WEIGHT_G_STD * noise
+        elif name.endswith("weight_v"):
+            state[name] = noise  # a direction: its scale does not matter
+        elif "bias" in name:
+            state[name] = BIAS_STD * noise
+        else:  # LSTM weights (4·hidden, hidden)
+            state[name] = noise / np.sqrt(tensor.shape[1])
+    first, last = "model.0.conv.conv.", f"model.{len(encoder.model) - 1}.conv.conv."
+    state[first + "weight_g"] /= PROBE_LEVEL
+    encoder.load_state_dict(state)
+    probe = PROBE_LEVEL * torch.randn((1, 1, SAMPLE_RATE), generator=generator)  # (1, 1, 1 s)
+    with torch.inference_mode():
+        output = encoder(probe)[0]  # (512, 75)
+    mean = output.mean(dim=1)  # (512,)
+    scale = ENCODER_OUTPUT_STD / float((output - mean[:, None]).std())
+    state[last + "weight_g"] = state[last + "weight_g"] * scale
+    state[last + "bias"] = (state[last + "bias"] - mean) * scale
+    return state
+
+
+def write_wavtokenizer_encoder(folder: Path, decoder: Path, seed: int) -> None:
+    """Write a random WavTokenizer encoder snapshot into `folder` (created): the
+    `WAVTOKENIZER_ENCODER_FILES` as `WavEncoder.save_pretrained` writes them, with the codebook of
+    the decoder GGUF `decoder` (which must be 512 wide). The same `seed` gives the same files.
+
+    The package loads the state dict strictly, so it holds EnCodec's unused SEANet decoder and
+    the codebook's training buffers too; they are zeros stored as one value each (stride 0),
+    which keeps the file at the encoder's 35 MB plus the codebook.
+    """
+    start = time.monotonic()
+    codebook = torch.from_numpy(decoder_codebook(decoder))  # (bins, 512) float32
+    if codebook.shape[1] != DIMENSION:
+        raise ValueError(f"{decoder}: the codebook is {codebook.shape[1]} wide, not {DIMENSION}")
+    modules, _ = encodec_modules()
+    arguments = {**SEANET_ARGS, "ratios": list(ENCODER_RATIOS), "norm": "weight_norm"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # encodec uses torch's old weight_norm
+        encoder = modules.SEANetEncoder(**arguments)
+        with torch.device("meta"):  # names and shapes only
+            unused = modules.SEANetDecoder(**arguments).state_dict()
+    generator = torch.Generator().manual_seed(seed)
+    state = {
+        ENCODER_PREFIX + name: tensor
+        for name, tensor in _random_encoder(encoder, generator).items()
+    }
+    zero = torch.zeros(())
+    state.update({UNUSED_PREFIX + name: zero.expand(t.shape) for name, t in unused.items()})
+    bins = codebook.shape[0]
+    state.update(
+        {
+            CODEBOOK_PREFIX + "inited": torch.ones(1),  # True: no k-means on the first input
+            CODEBOOK_PREFIX + "cluster_size": zero.expand(bins),
+            CODEBOOK: codebook,
+            CODEBOOK_PREFIX + "embed_avg": zero.expand(bins, DIMENSION),
+        }
+    )
+    config_path, weights_path = (folder / name for name in WAVTOKENIZER_ENCODER_FILES)
+    weights_path.parent.mkdir(parents=True)
+    torch.save(state, weights_path)
+    config = json.loads(json.dumps(ENCODER_CONFIG))  # a copy
+    config["feature_extractor_config"]["vq_bins"] = bins
+    config_path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    _LOGGER.info(
+        "Wrote %s: WavTokenizer encoder, codebook of %s, %.0f MB in %.1f s",
+        folder,
+        decoder.name,
+        weights_path.stat().st_size / 1e6,
+        time.monotonic() - start,
+    )
+
+
+def write_tiny_wavtokenizer_encoder(directory: Path) -> tuple[Path, Path]:
+    """`(decoder GGUF, encoder folder)`: `directory/wavtokenizer-tiny-512.gguf`
+    (`TINY_PAIRED_WAVTOKENIZER`) and `directory/wavtokenizer-encoder-tiny/` with its codebook,
+    each written unless it exists. About 4 MB and 43 MB."""
+    decoder = _write_once(directory / TINY_PAIRED_FILE, TINY_PAIRED_WAVTOKENIZER)
+    encoder = write_once(
+        directory / TINY_ENCODER_DIR,
+        lambda partial: write_wavtokenizer_encoder(partial, decoder, SEED),
+    )
+    return decoder, encoder
