@@ -7,6 +7,7 @@ the `wyoming` client over TCP, as Home Assistant does.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
 import subprocess
@@ -85,6 +86,8 @@ def start_server(
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
+            # speaker profiles made from recordings are cached there, not in the user's home
+            env={**os.environ, "XDG_CACHE_HOME": str(log_dir / "cache")},
         )
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:

@@ -26,6 +26,7 @@ TINY_VOICES = {  # voice → model; the first two voices of every benchmarked mo
     "tiny-oute3-en-male-1": "outetts-0.3-tiny",
     "tiny-oute3-fr-female-1": "outetts-0.3-tiny",
     "tiny-oute10-en-female-1": "outetts-1.0-tiny",
+    "tiny-oute10-own-voice": "outetts-1.0-tiny",
     "tiny-qwen3-ryan": "qwen3tts-tiny",
     "tiny-qwen3-vivian": "qwen3tts-tiny",
     "tiny-qwen3-clone": "qwen3tts-tiny-base",

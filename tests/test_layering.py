@@ -14,9 +14,13 @@ PACKAGE = "wyoming_multitts"
 
 PROTOCOL_MODULES = ("handler", "info", "server", "health_check")
 """The only modules that speak Wyoming (import the `wyoming` package)."""
-SERVER_MODULES = ("__main__", "handler", "registry", "process", "channel", "worker", "server")
+SERVER_MODULES = (
+    *("__main__", "handler", "registry", "process", "channel", "worker", "server"),
+    *("speaker_profiles", "create_speaker"),
+)
 """The server side of the package: what no engine, codec or runtime module may import."""
 RUNTIME_MODULES = (
+    "alignment",
     "audio",
     "catalog",
     "devices",
@@ -24,10 +28,12 @@ RUNTIME_MODULES = (
     "formats",
     "hub",
     "llm",
+    "loudness",
     "options",
     "sampling",
     "stats",
     "text",
+    "whisper",
 )
 """Shared pieces below the engines: they may not import an engine (or anything above)."""
 

@@ -153,8 +153,10 @@ def test_catalog(tiny_dir: Path) -> None:
     assert (oute10.engine, oute10.options) == ("outetts", {"max_tokens": 240})
     assert oute10.files["vocoder"].path == tiny_dir / "dac-tiny-24khz.pth"
     assert [(v.name, v.speaker) for v in catalog.voices.values() if v.model == oute10.name] == [
-        ("tiny-oute10-en-female-1", "en-female-1-neutral")
+        ("tiny-oute10-en-female-1", "en-female-1-neutral"),
+        ("tiny-oute10-own-voice", None),  # its profile is made from `reference:` on first use
     ]
+    assert (oute10.files["aligner"].path / "tokenizer.json").is_file()  # the tiny Whisper
     assert set(catalog.models) == model_names("tiny")  # what the benchmark checks a folder for
     for model in catalog.models.values():
         assert all(ref.path is not None and ref.path.exists() for ref in model.files.values())

@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,11 @@ import pytest
 
 from tools.modelgen import outetts as modelgen_outetts
 from tools.modelgen import outetts10 as modelgen
+from tools.modelgen.dac import write_tiny_dac
 from tools.modelgen.gguf_lm import write_lm_gguf
+from tools.modelgen.qwen3tts import reference_recording
+from tools.modelgen.whisper import write_whisper
+from wyoming_multitts.audio import write_wav
 from wyoming_multitts.devices import CPU
 from wyoming_multitts.engines.outetts import prompt as prompt03
 from wyoming_multitts.engines.outetts import prompt10 as op
@@ -137,12 +142,19 @@ MERGES = [
     ("  Hi  ", "  padded  "),
 ]
 
+CREATED_TEXT = "Well, hello there: it's me!"
+CREATED_SECONDS = 2.5
+CREATED_RATE = 16_000
+"""The recording `create-speaker` makes the "created" profile from (a speech-like test tone)."""
+
 PROMPTS = [
     ("builtin", "inline"),
     ("builtin", "turn"),
     ("user", "inline"),
     ("user", "turn"),
     ("cjk", "inline"),
+    ("created", "inline"),
+    ("created", "turn"),
     (None, "inline"),
 ]
 """(speaker, layout) cases compared with the reference string."""
@@ -219,11 +231,23 @@ def tokens(vocab: Vocab) -> OuteTokens10:
 
 @pytest.fixture(scope="module")
 def speaker_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Profiles by case name; "created" is made by `create-speaker` from a WAV (tiny Whisper
+    and DAC), as a user makes one."""
     directory = tmp_path_factory.mktemp("speakers10")
     files = {"builtin": speakers10.speaker_path(BUILTIN)}
     for name, doc in (("user", USER_SPEAKER), ("cjk", CJK_SPEAKER)):
         files[name] = directory / f"{name}.json"
         files[name].write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    recording = directory / "recording.wav"
+    write_wav(recording, reference_recording(CREATED_SECONDS, CREATED_RATE), CREATED_RATE)
+    files["created"] = directory / "created.json"
+    command = [
+        *(sys.executable, "-m", "wyoming_multitts", "create-speaker", str(recording)),
+        *("--text", CREATED_TEXT, "--out", str(files["created"]), "--threads", "2"),
+        *("--aligner", str(write_whisper(directory / "whisper"))),
+        *("--vocoder", str(write_tiny_dac(directory))),
+    ]
+    subprocess.run(command, check=True, capture_output=True, timeout=ORACLE_TIMEOUT)
     return files
 
 

@@ -28,6 +28,7 @@ FRAME_SAMPLES = {
     "tiny-oute3-en-male-1": 320,  # OuteTTS 0.3: one WavTokenizer code is 320 samples
     "tiny-oute2-en-male-1": 320,  # OuteTTS 0.2
     "tiny-oute10-en-female-1": 320,  # OuteTTS 1.0: one DAC frame (a c1 and a c2 code)
+    "tiny-oute10-own-voice": 320,  # OuteTTS 1.0, profile made from a recording on first use
     "tiny-qwen3-ryan": 1920,  # Qwen3-TTS: one 12.5 Hz frame (all its codebooks) is 1920 samples
     "tiny-qwen3-clone": 1920,  # Qwen3-TTS Base, in-context clone of a 16 kHz reference WAV
     "tiny-bark-en": 320,  # Bark: one EnCodec frame (8 fine codes) is 320 samples
@@ -38,6 +39,7 @@ MAX_FRAMES = {
     "tiny-oute3-en-male-1": 120,
     "tiny-oute2-en-male-1": 120,
     "tiny-oute10-en-female-1": 120,
+    "tiny-oute10-own-voice": 120,
     "tiny-qwen3-ryan": 12,
     "tiny-qwen3-clone": 12,
     "tiny-bark-en": 24,

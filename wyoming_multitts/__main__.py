@@ -30,6 +30,8 @@ ARGS_ENV = "WYOMING_MULTITTS_ARGS"
 """Extra command-line arguments from the environment (containers), appended to argv."""
 ZEROCONF_DEFAULT_NAME = "multitts"
 BYTE_SUFFIXES = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+CREATE_SPEAKER_COMMAND = "create-speaker"
+"""First argument that runs `create_speaker.py` instead of the server."""
 PROGRAM_DESCRIPTION = "Wyoming text-to-speech server: Orpheus, OuteTTS, Qwen3-TTS and Bark"
 
 
@@ -41,6 +43,8 @@ class Settings:
     voices: Path
     default_voice: str | None
     download_dir: Path | None
+    speaker_dir: Path
+    """Cache of OuteTTS speaker profiles made from voices' recordings."""
     device: str | None
     threads: int
     samples_per_chunk: int
@@ -75,7 +79,11 @@ def parse_bytes(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line (`--help` lists it)."""
-    parser = argparse.ArgumentParser(prog="wyoming-multitts", description=PROGRAM_DESCRIPTION)
+    parser = argparse.ArgumentParser(
+        prog="wyoming-multitts",
+        description=PROGRAM_DESCRIPTION,
+        epilog=f"OuteTTS speaker profiles from a recording: {CREATE_SPEAKER_COMMAND} --help",
+    )
     parser.add_argument("--uri", default=DEFAULT_URI, help="tcp://HOST:PORT, unix:// or stdio://")
     parser.add_argument(
         "--voices",
@@ -261,6 +269,7 @@ def parse_settings(argv: list[str]) -> Settings:
         voices=voices or DEFAULT_CATALOG,
         default_voice=args.voice,
         download_dir=download_dir,
+        speaker_dir=(args.data_dir[0] if args.data_dir else user_cache_dir()) / "speakers",
         device=args.device,
         threads=args.threads,
         samples_per_chunk=args.samples_per_chunk,
@@ -286,6 +295,12 @@ def parse_settings(argv: list[str]) -> Settings:
     )
 
 
+def user_cache_dir() -> Path:
+    """This program's cache without a --data-dir: `$XDG_CACHE_HOME/wyoming-multitts`."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "wyoming-multitts"
+
+
 def configure_thread_pools(threads: int) -> None:
     """BLAS and OpenMP pools before numpy/torch load: numpy's BLAS gets one thread (our numpy work
     is tiny), OpenMP (torch, llama.cpp) gets `--threads`."""
@@ -295,7 +310,9 @@ def configure_thread_pools(threads: int) -> None:
 
 
 def run() -> None:
-    """Console entry point."""
+    """Console entry point: the server, or `create-speaker` (`create_speaker.py`)."""
+    if sys.argv[1:2] == [CREATE_SPEAKER_COMMAND]:
+        sys.exit(create_speaker(sys.argv[2:]))
     settings = parse_settings(sys.argv[1:])
     logging.basicConfig(
         level=logging.DEBUG if settings.debug else logging.INFO, format=settings.log_format
@@ -309,6 +326,16 @@ def run() -> None:
         asyncio.run(serve(settings))
     except KeyboardInterrupt:
         pass
+
+
+def create_speaker(argv: list[str]) -> int:
+    """`create-speaker ...`: make an OuteTTS speaker profile; the exit status."""
+    from .create_speaker import build_parser, main
+
+    args, _ = build_parser().parse_known_args(argv)  # --threads, before torch loads
+    configure_thread_pools(max(1, args.threads))
+    logging.basicConfig(level=logging.INFO, format=logging.BASIC_FORMAT)
+    return main(argv)
 
 
 async def serve(settings: Settings) -> None:
@@ -351,6 +378,7 @@ async def serve(settings: Settings) -> None:
             log_level="DEBUG" if settings.debug else "INFO",
             log_format=settings.log_format,
             stats_file=settings.stats_file,
+            speaker_dir=settings.speaker_dir,
         ),
     )
     handler_settings = HandlerSettings(

@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable
 
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -399,8 +399,9 @@ class SynthesisHandler(AsyncEventHandler):
         await self.write_event(SynthesizeStopped().event())
 
     async def _with_reference(self, spec: VoiceSpec, voice: VoiceSettings) -> VoiceSettings:
-        """The voice with its reference recording fetched (cloned voices)."""
-        return replace(voice, reference=await self._registry.reference_audio(spec))
+        """The voice with its reference recording fetched (cloned voices) or made into a speaker
+        profile (OuteTTS)."""
+        return await self._registry.with_reference(spec, voice)
 
     async def _speak_cycle(
         self, spec: VoiceSpec, voice: VoiceSettings, sentences: list[str], budget: "_SpeechBudget"

@@ -14,17 +14,19 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import AsyncIterator
 
 from . import channel
 from .catalog import Catalog, ModelSpec, VoiceSpec
-from .engines.base import ReferenceAudio
+from .engines import PROFILE_FROM_REFERENCE
+from .engines.base import ReferenceAudio, VoiceSettings
 from .errors import ModelBusyError, ModelTooLargeError, context
 from .hub import Hub
 from .process import ModelProcess
+from .speaker_profiles import SpeakerProfiles
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -99,6 +101,8 @@ class RegistrySettings:
     log_format: str = logging.BASIC_FORMAT
     stats_file: Path | None = None
     """`--stats-file`: where workers append each text piece's `PieceStats` as JSON."""
+    speaker_dir: Path = Path("speakers")
+    """Where speaker profiles made from voices' recordings are cached (`speaker_profiles.py`)."""
 
 
 class ModelRegistry:
@@ -110,6 +114,9 @@ class ModelRegistry:
             machine_memory_bytes() * DEFAULT_MEMORY_SHARE
         )
         self._slots = {name: _Slot(spec) for name, spec in catalog.models.items()}
+        self._profiles = SpeakerProfiles(
+            settings.speaker_dir, settings.hub, settings.threads, settings.load_timeout
+        )
         self._room = asyncio.Lock()
         self._idle_task: asyncio.Task[None] | None = None
 
@@ -145,17 +152,25 @@ class ModelRegistry:
             slot.holders -= 1
             slot.last_used = time.monotonic()
 
-    async def reference_audio(self, voice: VoiceSpec) -> ReferenceAudio | None:
-        """The voice's reference recording as a local file (fetched from the hub if need be;
-        a local path is not checked here: the engine names it if it cannot read it)."""
-        ref = voice.reference
+    async def with_reference(self, spec: VoiceSpec, voice: VoiceSettings) -> VoiceSettings:
+        """The voice as its engine takes it: a cloning engine gets the reference recording as a
+        local file (fetched from the hub if need be; a local path is not checked here: the
+        engine names it if it cannot read it); an engine that speaks from speaker profiles
+        (OuteTTS) gets the profile made from the recording as its speaker (made once, cached)."""
+        ref = spec.reference
         if ref is None:
-            return None
-        if ref.audio.path is not None:
-            return ReferenceAudio(ref.audio.path, ref.text)
-        with context(f"voice {voice.name} (reference audio)"):
-            path = await asyncio.to_thread(self._settings.hub.fetch_file, ref.audio)
-        return ReferenceAudio(path, ref.text)
+            return voice
+        path = ref.audio.path
+        if path is None:
+            with context(f"voice {spec.name} (reference audio)"):
+                path = await asyncio.to_thread(self._settings.hub.fetch_file, ref.audio)
+        reference = ReferenceAudio(path, ref.text)
+        model = self._slots[spec.model].spec
+        if model.engine not in PROFILE_FROM_REFERENCE:
+            return replace(voice, reference=reference)
+        device = self._settings.device_override or model.device
+        profile = await self._profiles.profile(spec, model, reference, device)
+        return replace(voice, speaker=str(profile))
 
     async def _loaded_worker(self, slot: _Slot, voice: str) -> ModelProcess:
         if slot.worker is not None and not slot.worker.alive:

@@ -1,6 +1,7 @@
 """Command line: `script/benchmark [--full-size] [--models-dir DIR] [--threads N] [--runs N]
 [--max-tokens N] [--max-frames N] [--text TEXT] [--voices-limit N] [--engine NAME]…
-[--json FILE]`, or `script/benchmark --text-front-end [--runs N]` (tools/bench/text.py).
+[--json FILE]`, or `script/benchmark --text-front-end [--runs N]` (tools/bench/text.py), or
+`script/benchmark --create-speaker [--runs N]` (tools/bench/speaker.py).
 
 Run order: models; the server and, per model, a warm-up request (it loads the model); the raw
 ceiling worker; then `--runs` rounds of every voice × mode on a fresh connection followed by one
@@ -24,6 +25,7 @@ from typing import Sequence
 
 from wyoming_multitts.__main__ import configure_thread_pools
 
+from . import speaker
 from . import text as text_front_end
 from .ceiling_process import CeilingProcess
 from .client import MODES, PLAIN, timed_request
@@ -285,6 +287,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["--text-front-end"]:
         text_front_end.main(argv[1:])
+        return
+    if argv[:1] == ["--create-speaker"]:
+        speaker.main(argv[1:])
         return
     settings = parse_settings(argv)
     logging.basicConfig(

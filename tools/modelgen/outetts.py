@@ -17,6 +17,7 @@ import logging
 import shutil
 from pathlib import Path
 
+from wyoming_multitts.audio import write_wav
 from wyoming_multitts.engines.outetts.prompt import PUNCTUATION_TOKENS
 from wyoming_multitts.engines.outetts.speakers import SPEAKERS_DIR
 from wyoming_multitts.formats.gguf import LmShape
@@ -25,7 +26,9 @@ from . import outetts10
 from .dac import write_full_dac, write_tiny_dac
 from .files import CatalogEntries, atomic_path
 from .gguf_lm import Vocab, byte_level_vocab, toy_size, write_lm_gguf, write_quantized_lm
+from .qwen3tts import reference_recording
 from .wavtokenizer import write_full_wavtokenizer, write_tiny_wavtokenizer
+from .whisper import write_whisper
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -175,6 +178,15 @@ TINY10_MAX_TOKENS = 240
 TINY10_VOICE = "tiny-oute10-en-female-1"
 SPEAKER10 = "en-female-1-neutral"
 """The built-in 1.0 speaker (data/outetts/v1.0)."""
+TINY_ALIGNER = "whisper-tiny"
+"""The tiny Whisper folder (the 1.0 model's `aligner:`, which times a reference's words)."""
+TINY_REFERENCE_VOICE = "tiny-oute10-own-voice"
+TINY_REFERENCE = "outetts-tiny-reference.wav"
+TINY_REFERENCE_TEXT = "Hello there, this is my own voice."
+TINY_REFERENCE_SECONDS = 3.0
+TINY_REFERENCE_RATE = 22_050
+"""A voice with `reference:`: the server makes its 1.0 profile from this recording on first use
+(not at 24 kHz, so the resampling runs too)."""
 
 FULL_SEED = 4
 FULL_MODEL = "outetts-0.3-500m-random"
@@ -197,8 +209,8 @@ FULL_MODEL_NAMES = (FULL_MODEL, outetts10.FULL_MODEL)
 
 
 def write_tiny(directory: Path) -> CatalogEntries:
-    """Write the tiny OuteTTS GGUFs (0.2, 0.3, 1.0), the tiny vocoder and DAC and a speaker
-    file; return catalog entries.
+    """Write the tiny OuteTTS GGUFs (0.2, 0.3, 1.0), the tiny vocoder, DAC and Whisper, a speaker
+    file and a recording to make a speaker from; return catalog entries.
 
     Deterministic (fixed seeds): about 70 MB in a few seconds.
     """
@@ -218,6 +230,10 @@ def write_tiny(directory: Path) -> CatalogEntries:
         shutil.copyfile(SPEAKERS_DIR / "v0.3" / "en_female_1.json", partial)
     gguf10 = outetts10.write_tiny(directory)
     dac = write_tiny_dac(directory)
+    aligner = write_whisper(directory / TINY_ALIGNER)
+    recording = reference_recording(TINY_REFERENCE_SECONDS, TINY_REFERENCE_RATE)
+    with atomic_path(directory / TINY_REFERENCE) as partial:
+        write_wav(partial, recording, TINY_REFERENCE_RATE)
 
     models = {
         model: _model_entry(
@@ -228,6 +244,7 @@ def write_tiny(directory: Path) -> CatalogEntries:
     models[outetts10.TINY_MODEL] = _model_entry(
         "Tiny random OuteTTS 1.0 (tests)", gguf10.name, dac.name, TINY10_MAX_TOKENS
     )
+    models[outetts10.TINY_MODEL]["files"]["aligner"] = {"path": aligner.name}
     voices = {
         voice: _voice_entry(TINY_MODELS[version], speaker, language, f"{speaker} (tiny OuteTTS)")
         for voice, (version, speaker, language) in TINY_VOICES.items()
@@ -238,6 +255,12 @@ def write_tiny(directory: Path) -> CatalogEntries:
     voices[TINY10_VOICE] = _voice_entry(
         outetts10.TINY_MODEL, SPEAKER10, "en", f"{SPEAKER10} (tiny OuteTTS 1.0)"
     )
+    voices[TINY_REFERENCE_VOICE] = {
+        "model": outetts10.TINY_MODEL,
+        "reference": {"path": TINY_REFERENCE, "text": TINY_REFERENCE_TEXT},
+        "languages": ["en"],
+        "description": "Profile made from a recording (tiny OuteTTS 1.0)",
+    }
     return models, voices
 
 

@@ -38,6 +38,10 @@ language model trained on text as people write it; in Korean and Japanese the re
 number depends on the counter after it (3시 is "세 시"), which spelling it out by rule gets
 wrong."""
 
+PROFILE_FROM_REFERENCE = frozenset(("outetts",))
+"""Engines that speak from speaker profiles: a voice's `reference:` recording is made into one
+(`create-speaker`, run by the server once per recording and cached: `speaker_profiles.py`)."""
+
 
 def uses_llama_cpp(name: str) -> bool:
     """Whether engine `name` runs a part on llama.cpp (its device must be a llama.cpp one)."""

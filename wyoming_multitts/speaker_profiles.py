@@ -1,0 +1,153 @@
+"""OuteTTS voices made from a recording: a catalog voice with `reference: {path, text}` on an
+OuteTTS model gets a speaker profile made by `create-speaker` on its first request, then cached.
+
+The profile is made in a process of its own (`python -m wyoming_multitts create-speaker`): its
+Whisper and codec encoder (a few GB for Whisper turbo) are freed when it exits, a crash there
+takes no model down, and the server's loop only waits on the process. The cache key covers
+everything the profile depends on (the recording's bytes, its transcript and language, the
+models), so editing any of them makes a new profile; the old file stays until removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import hashlib
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .catalog import FileRef, ModelSpec, VoiceSpec
+from .create_speaker import ERROR_PREFIX, format_ref
+from .engines.base import ReferenceAudio
+from .errors import LoadTimeoutError, SpeakerError
+from .hub import Hub
+
+_LOGGER = logging.getLogger(__name__)
+
+PROFILE_FORMAT = "1"
+"""Part of the cache key: raise it when `create-speaker` changes what it writes."""
+KEY_CHARS = 16
+"""Hex digits of the key in a profile's file name (`<voice>-<key>.json`)."""
+LOG_TAIL_LINES = 20
+"""Lines of the command's log kept to find that line."""
+
+
+@dataclass
+class SpeakerProfiles:
+    """Profiles made from catalog voices' recordings, one `create-speaker` run per new key."""
+
+    cache_dir: Path
+    hub: Hub
+    threads: int
+    timeout: float
+    """Seconds a run may take (`--load-timeout`)."""
+    _runs: dict[str, asyncio.Task[Path]] = field(default_factory=dict)
+
+    async def profile(
+        self, voice: VoiceSpec, model: ModelSpec, ref: ReferenceAudio, device: str
+    ) -> Path:
+        """The profile of `voice` (made now if not cached): a JSON path for `speaker:`. A run
+        belongs to the cache, not to the request: one that leaves meanwhile leaves it running,
+        and requests for the same key wait for the same run."""
+        if voice.speaker is not None:
+            raise SpeakerError(
+                f"voice {voice.name}: give either speaker: (a profile) or reference: "
+                "(a recording to make one from), not both"
+            )
+        if not ref.text:
+            raise SpeakerError(
+                f"voice {voice.name}: reference: needs text: (what {ref.path.name} says, word "
+                "for word) to make an OuteTTS speaker profile"
+            )
+        key = await asyncio.to_thread(self._key, voice, model, ref)
+        out = self.cache_dir / f"{voice.name}-{key[:KEY_CHARS]}.json"
+        if out.is_file():
+            return out
+        run = self._runs.get(key)
+        if run is None:
+            run = asyncio.create_task(
+                self._make(voice, model, ref, device, out), name=f"profile {out}"
+            )
+            self._runs[key] = run
+            run.add_done_callback(lambda _: self._runs.pop(key, None))
+        return await asyncio.shield(run)
+
+    def _key(self, voice: VoiceSpec, model: ModelSpec, ref: ReferenceAudio) -> str:
+        try:
+            recording = ref.path.read_bytes()
+        except OSError as err:
+            raise SpeakerError(
+                f"voice {voice.name}: cannot read its reference recording {ref.path} ({err}); "
+                "fix reference: path: in the voice catalog"
+            ) from err
+        digest = hashlib.sha256(recording)
+        parts = [PROFILE_FORMAT, ref.text or "", voice.languages[0]]
+        parts += [_describe(model.files.get(role)) for role in ("vocoder", "aligner", "encoder")]
+        for part in parts:
+            digest.update(b"\0" + part.encode("utf-8"))
+        return digest.hexdigest()
+
+    async def _make(
+        self, voice: VoiceSpec, model: ModelSpec, ref: ReferenceAudio, device: str, out: Path
+    ) -> Path:
+        vocoder = await asyncio.to_thread(self.hub.fetch_file, model.files["vocoder"])
+        command = [
+            *(sys.executable, "-m", "wyoming_multitts", "create-speaker", str(ref.path)),
+            *("--text", ref.text or "", "--language", voice.languages[0]),
+            *("--vocoder", str(vocoder), "--out", str(out)),
+            *("--device", device, "--threads", str(self.threads)),
+        ]
+        for role, flag in (("aligner", "--aligner"), ("encoder", "--codec")):
+            if role in model.files:
+                command += [flag, format_ref(model.files[role])]
+        if self.hub.cache_dir is not None:
+            command += ["--download-dir", str(self.hub.cache_dir)]
+        if self.hub.offline:
+            command.append("--offline")
+        _LOGGER.info("voice %s: making its speaker profile from %s", voice.name, ref.path)
+        process = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE)
+        try:
+            last_lines = await asyncio.wait_for(_relay_log(process), self.timeout)
+        except asyncio.TimeoutError:
+            raise LoadTimeoutError(
+                f"voice {voice.name}: making its speaker profile from {ref.path} took over "
+                f"{self.timeout:g} s; raise --load-timeout or name a smaller aligner "
+                "(files: aligner: {repo: openai/whisper-small})"
+            ) from None
+        finally:
+            if process.returncode is None:
+                process.kill()
+            await process.wait()
+        if process.returncode != 0 or not out.is_file():
+            errors = [line for line in last_lines if line.startswith(ERROR_PREFIX)]
+            reason = (errors or last_lines or [f"exit status {process.returncode}"])[-1]
+            raise SpeakerError(
+                f"voice {voice.name}: no speaker profile from {ref.path}: "
+                + reason.removeprefix(ERROR_PREFIX)
+            )
+        _LOGGER.info("voice %s: speaker profile %s", voice.name, out)
+        return out
+
+
+def _describe(ref: FileRef | None) -> str:
+    """A model file's identity for the cache key (a local file: its path and size and time)."""
+    if ref is None:
+        return ""
+    if ref.path is not None and ref.path.exists():
+        stat = ref.path.stat()
+        return f"{ref.path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    return f"{ref.describe()}@{ref.revision or ''}"
+
+
+async def _relay_log(process: asyncio.subprocess.Process) -> list[str]:
+    """Log the command's stderr as it comes (downloads take a while); its last lines."""
+    assert process.stderr is not None
+    tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
+    async for raw in process.stderr:
+        line = raw.decode("utf-8", "replace").rstrip()
+        _LOGGER.info("create-speaker: %s", line)
+        tail.append(line)
+    await process.wait()
+    return list(tail)
