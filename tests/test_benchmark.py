@@ -87,9 +87,13 @@ def test_tiny_benchmark_reports_every_voice_and_mode(tmp_path: Path) -> None:
         numbers = {
             key: value
             for key, value in summary.items()
-            if key not in ("clean_runs", "split_s_per_frame")
+            if key not in ("clean_runs", "split_s_per_frame", "decode_ratio_spread")
         }
         assert all(value > 0 for value in numbers.values()), summary
+        low, high = summary["decode_ratio_spread"]  # paired ratios, one per round
+        assert low <= summary["decode_ratio"] <= high
+    for warmup in report["warmups"].values():  # every worker's memory, estimated and measured
+        assert warmup["estimated_mb"] > 0 and warmup["peak_resident_mb"] > 0
     for model, frames in FIRST_WINDOW_FRAMES.items():
         ceiling = report["ceilings"][model]
         assert ceiling["first_window_frames"] == frames and ceiling["codec"]["audio_s"] > 0

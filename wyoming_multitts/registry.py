@@ -216,12 +216,13 @@ class ModelRegistry:
             slot.loading = None
         await self._trim(keep=slot)
         _LOGGER.info(
-            "Loaded model %s (%s) on %s in %.1f s: worker %d, %.0f MB counted",
+            "Loaded model %s (%s) on %s in %.1f s: worker %d, estimated %.0f MB, %.0f MB counted",
             spec.name,
             spec.engine,
             loaded.device,
             time.monotonic() - started,
             worker.pid,
+            slot.estimated_bytes / 1e6,
             slot.counted_bytes() / 1e6,
         )
         return worker

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -163,7 +164,9 @@ async def measure_model(
 ) -> tuple[WarmUp, Records, Ceiling]:
     """Warm-up, then `runs` rounds of every voice × mode through the server and one raw run.
 
-    Raw runs alternate with server requests so both see the machine in the same state.
+    Raw runs alternate with server requests (after them in odd rounds, before them in even
+    ones) so both see the machine in the same state; each request's ratio is taken against the
+    raw run of its own round (`Row.summary`).
     """
     _LOGGER.info("%s: warm-up request (loads the model)", model)
     timing = await timed_request(server.port, PLAIN, settings.text, voices[0])
@@ -181,6 +184,9 @@ async def measure_model(
     records: Records = {}
     try:
         for run in range(1, settings.runs + 1):
+            # alternate which goes first, so a trend in the machine's load favours neither
+            if run % 2 == 0:
+                await raw_run(ceiling, records, run, settings.runs)
             for voice in voices:
                 for mode in MODES:
                     record = await timed_server_request(server, ceiling, voice, mode, settings.text)
@@ -196,21 +202,27 @@ async def measure_model(
                         record.decode_tok_s,
                         _cores(record.others_cores),
                     )
-            raw = await asyncio.to_thread(
-                ceiling.run, _prompt_lengths(records), _cached_tokens(records)
-            )
-            _LOGGER.info(
-                "run %d/%d raw: %.1f tok/s; others %s cores",
-                run,
-                settings.runs,
-                raw["decode_tok_s"],
-                _cores(raw["others_cores"]),
-            )
+            if run % 2 == 1:
+                await raw_run(ceiling, records, run, settings.runs)
         _LOGGER.info("%s: timing the first codec window", model)
         result = await asyncio.to_thread(ceiling.finish)
     finally:
         ceiling.stop()
+    estimated_mb, peak_mb = server.worker_memory(model)
+    warmup = dataclasses.replace(warmup, estimated_mb=estimated_mb, peak_resident_mb=peak_mb)
     return warmup, records, Ceiling.from_json(result)
+
+
+async def raw_run(ceiling: CeilingProcess, records: Records, run: int, runs: int) -> None:
+    """One run of the raw ceiling with the prompt lengths the server's requests had."""
+    raw = await asyncio.to_thread(ceiling.run, _prompt_lengths(records), _cached_tokens(records))
+    _LOGGER.info(
+        "run %d/%d raw: %.1f tok/s; others %s cores",
+        run,
+        runs,
+        raw["decode_tok_s"],
+        _cores(raw["others_cores"]),
+    )
 
 
 async def measure(

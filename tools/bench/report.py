@@ -130,9 +130,12 @@ def render_markdown(report: Report) -> str:
     ]
     for name, warmup in report.warmups.items():
         loaded = "?" if warmup.load_s is None else _num(warmup.load_s)
+        estimated = "?" if warmup.estimated_mb is None else f"{warmup.estimated_mb:.0f}"
+        peak = "?" if warmup.peak_resident_mb is None else f"{warmup.peak_resident_mb:.0f}"
         lines.append(
             f"- {name}: model load {loaded} s; warm-up request TTFA "
-            f"{_num(warmup.timing.ttfa_s)} s, total {_num(warmup.timing.total_s)} s"
+            f"{_num(warmup.timing.ttfa_s)} s, total {_num(warmup.timing.total_s)} s; worker "
+            f"memory estimated {estimated} MB, peak resident {peak} MB"
         )
     lines.append("")
     summaries = [(row, row.summary()) for row in report.rows]
@@ -172,13 +175,22 @@ def render_markdown(report: Report) -> str:
         ],
     )
 
-    lines += ["", "## Goals", ""]
+    lines += [
+        "",
+        "## Goals",
+        "",
+        "Decode: the median over rounds of each request's rate over the raw run of its own round "
+        "(raw after the server's requests in odd rounds, before them in even ones), so a busy "
+        "neighbour slows both sides of a ratio alike; min – max: the spread of those ratios.",
+        "",
+    ]
     lines += _table(
         [
             "model",
             "voice",
             "mode",
             f"server decode / raw decode (goal ≥ {DECODE_RATIO_GOAL})",
+            "paired ratios min – max",
             "ideal first audio s",
             f"TTFA / ideal (goal ≤ {FIRST_AUDIO_RATIO_GOAL})",
         ],
@@ -188,6 +200,7 @@ def render_markdown(report: Report) -> str:
                 row.voice,
                 row.mode,
                 _goal(x["decode_ratio"], x["decode_ratio"] >= DECODE_RATIO_GOAL),
+                " – ".join(f"{ratio:.2f}" for ratio in x["decode_ratio_spread"]),
                 _num(x["ideal_first_audio_s"]),
                 _goal(x["first_audio_ratio"], x["first_audio_ratio"] <= FIRST_AUDIO_RATIO_GOAL),
             ]

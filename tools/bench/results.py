@@ -196,6 +196,11 @@ class Row:
         ttfa = median([r.timing.ttfa_s for r in requests])
         splits = [r.split_s_per_frame() for r in requests]
         decode = median([r.decode_tok_s for r in requests])
+        # request k ran in round k, beside raw run k: a busy neighbour slows both alike
+        paired = [
+            request.decode_tok_s / run["decode_tok_s"]
+            for request, run in zip(self.requests, self.ceiling.raw["runs"])
+        ]
         ideal = self.ceiling.ideal_first_audio_s(self.prompt_tokens)
         return {
             "clean_runs": count_undisturbed(others),
@@ -211,7 +216,9 @@ class Row:
             "raw_prefill_tok_s": self.ceiling.prefill_tok_s(self.prompt_tokens),
             "raw_decode_tok_s": self.ceiling.decode_tok_s,
             "ideal_first_audio_s": ideal,
-            "decode_ratio": decode / self.ceiling.decode_tok_s,
+            "decode_ratio": median(paired),
+            "decode_ratio_spread": (min(paired), max(paired)),
+            "decode_ratio_of_medians": decode / self.ceiling.decode_tok_s,
             "first_audio_ratio": ttfa / ideal,
             "split_s_per_frame": {
                 stage: median([split[stage] for split in splits]) for stage in splits[0]
@@ -226,3 +233,7 @@ class WarmUp:
     load_s: float | None
     """Model load time the server logged."""
     timing: RequestTiming
+    estimated_mb: float | None = None
+    """The registry's memory estimate for the model's worker (logged at load)."""
+    peak_resident_mb: float | None = None
+    """The worker's peak resident memory after every timed run (Linux VmHWM)."""

@@ -26,8 +26,13 @@ POLL_INTERVAL = 0.1
 LOG_TAIL_CHARS = 3000
 """How much of the server log an error message quotes."""
 
-LOAD_LINE = re.compile(r"Loaded model (?P<model>\S+) \(.*?\) on \S+ in (?P<seconds>[\d.]+) s")
+LOAD_LINE = re.compile(
+    r"Loaded model (?P<model>\S+) \(.*?\) on \S+ in (?P<seconds>[\d.]+) s: "
+    r"worker (?P<pid>\d+), estimated (?P<estimated_mb>[\d.]+) MB"
+)
 """The INFO line `registry.py` logs when a model has loaded."""
+PEAK_RESIDENT = re.compile(r"^VmHWM:\s+(\d+) kB$", re.MULTILINE)
+"""A process's peak resident memory in /proc/PID/status (Linux)."""
 
 
 ENGINE_STAGES = ("prefill", "decode", "codec")
@@ -163,10 +168,26 @@ class BenchServer:
 
     def load_seconds(self, model: str) -> float | None:
         """Load time of `model` from the log (None if it did not log one)."""
-        for match in LOAD_LINE.finditer(self.log_text()):
-            if match["model"] == model:
-                return float(match["seconds"])
-        return None
+        match = self._load_line(model)
+        return None if match is None else float(match["seconds"])
+
+    def worker_memory(self, model: str) -> tuple[float | None, float | None]:
+        """(the registry's estimate, the worker's peak resident memory so far), in MB, of
+        `model`'s worker (None where the log or /proc does not tell)."""
+        match = self._load_line(model)
+        if match is None:
+            return None, None
+        try:
+            status = Path(f"/proc/{match['pid']}/status").read_text(encoding="ascii")
+        except OSError:
+            return float(match["estimated_mb"]), None
+        peak = PEAK_RESIDENT.search(status)
+        return float(match["estimated_mb"]), None if peak is None else int(peak[1]) * 1024 / 1e6
+
+    def _load_line(self, model: str) -> re.Match[str] | None:
+        """The last `Loaded model` line of `model`."""
+        found = [m for m in LOAD_LINE.finditer(self.log_text()) if m["model"] == model]
+        return found[-1] if found else None
 
     def stop(self) -> int:
         """SIGTERM, then SIGKILL if it does not exit in time; its exit status."""
