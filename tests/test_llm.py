@@ -1,7 +1,8 @@
 """`llm.LlamaModel` on real GGUFs: a cached prompt prefix survives `keep_prefix`, embedding-row
-input gives the logits of token input plus the final hidden state, and the inputs that make
-llama.cpp abort the whole process raise `LlamaError` instead (if they did not, this test process
-would die, not fail)."""
+input gives the logits of token input plus the final hidden state, `TokenRows` gives the rows
+llama.cpp looks up for token ids (bit for bit), and the inputs that make llama.cpp abort the
+whole process raise `LlamaError` instead (if they did not, this test process would die, not
+fail)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from tools.modelgen.orpheus import BOS_ID, EOS_ID
 from tools.modelgen.wavtokenizer import TINY_WAVTOKENIZER, write_tiny_wavtokenizer
 from wyoming_multitts.devices import CPU
 from wyoming_multitts.errors import LlamaError
-from wyoming_multitts.formats.gguf import LmShape
-from wyoming_multitts.llm import LlamaModel
+from wyoming_multitts.formats.gguf import LmShape, read_gguf_tensors
+from wyoming_multitts.llm import LlamaModel, TokenRows
 
 THREADS = 2
 N_CTX = 64
@@ -302,3 +303,78 @@ def test_embedding_rows_guards(
             embeddings=True,
             hidden_states=True,
         )
+
+
+# ---- token rows from a GGUF, fed as embedding rows (the Orpheus reduced head's prompt)
+
+
+def test_token_rows_give_the_logits_of_token_ids(
+    orpheus: LlamaModel, qwen3_tokens: LlamaModel, qwen3_tables: dict[str, np.ndarray]
+) -> None:
+    """decode_rows(TokenRows(ids)) == decode(ids) bit for bit on a plain context, F16 (the tiny
+    Orpheus) and F32 (the qwen3 model, whose rows are token_embd's own); decode continues after
+    rows as after tokens."""
+    for model in (orpheus, qwen3_tokens):
+        rows = TokenRows(model.path)
+        try:
+            assert (rows.n_rows, rows.n_embd) == (model.n_vocab, model.n_embd)
+            model.reset()
+            expected = model.decode(ROWS).copy()
+            after = model.decode([5]).copy()
+            model.reset()
+            logits = model.decode_rows(rows(ROWS))
+            assert model.n_past == len(ROWS)
+            np.testing.assert_array_equal(logits.view(np.uint32), expected.view(np.uint32))
+            np.testing.assert_array_equal(model.decode([5]).view(np.uint32), after.view(np.uint32))
+        finally:
+            rows.close()
+    table = qwen3_tables["token_embd.weight"]
+    rows = TokenRows(qwen3_tokens.path)
+    np.testing.assert_array_equal(rows([3, 1, 3]), table[[3, 1, 3]])
+    rows.close()
+
+
+def test_decode_rows_in_batches_and_on_a_hidden_states_context(
+    qwen3_tokens: LlamaModel, qwen3_hidden: LlamaModel, qwen3_tables: dict[str, np.ndarray]
+) -> None:
+    """20 rows run as 3 llama_decode calls of n_batch 8; a hidden-states context returns the
+    logits decode_embeddings returns."""
+    embed = qwen3_tables["token_embd.weight"]
+    qwen3_tokens.reset()
+    expected = qwen3_tokens.decode(ROWS).copy()
+    qwen3_tokens.reset()
+    np.testing.assert_array_equal(qwen3_tokens.decode_rows(embed[ROWS]), expected)
+    qwen3_hidden.reset()
+    logits = qwen3_hidden.decode_rows(embed[ROWS]).copy()
+    qwen3_hidden.reset()
+    np.testing.assert_array_equal(logits, qwen3_hidden.decode_embeddings(embed[ROWS])[0])
+
+
+def test_token_rows_and_decode_rows_guards(
+    orpheus: LlamaModel, vocoder: LlamaModel, tmp_path: Path
+) -> None:
+    rows = TokenRows(orpheus.path)
+    for bad in (-1, orpheus.n_vocab):
+        with pytest.raises(LlamaError, match=f"token id {bad} is outside its 156940 rows"):
+            rows([1, bad])
+    with pytest.raises(ValueError, match="non-empty 1-D"):
+        rows([])
+    rows.close()
+    rows.close()
+    with pytest.raises(LlamaError, match="closed"):
+        rows([1])
+
+    with pytest.raises(LlamaError, match="has no 2-D tensor output_norm.weight"):
+        TokenRows(orpheus.path, "output_norm.weight")
+    truncated = tmp_path / "truncated.gguf"
+    inside = read_gguf_tensors(orpheus.path)["token_embd.weight"].offset + 1000
+    truncated.write_bytes(orpheus.path.read_bytes()[:inside])
+    with pytest.raises(LlamaError, match="ends inside token_embd.weight"):
+        TokenRows(truncated)
+
+    orpheus.reset()
+    with pytest.raises(LlamaError, match="must be a float32 array"):
+        orpheus.decode_rows(np.zeros((2, orpheus.n_embd)))
+    with pytest.raises(LlamaError, match="use encode"):
+        vocoder.decode_rows(np.zeros((1, vocoder.n_embd), np.float32))
+    assert orpheus.n_past == 0

@@ -3,7 +3,10 @@
 Three kinds of context: a decoder fed token ids (`decode` → logits), a decoder fed embedding
 rows that also returns its final hidden state (`hidden_states=True`, `decode_embeddings` →
 logits and hidden state; the Qwen3-TTS talker as a stock `qwen3` GGUF), and an encoder
-(`embeddings=True`, `encode` → one row per token; the WavTokenizer vocoder).
+(`embeddings=True`, `encode` → one row per token; the WavTokenizer vocoder). A decoder fed token
+ids also takes embedding rows (`decode_rows` → logits), for a model whose prompt tokens are not
+in its own vocabulary: the Orpheus reduced output head reads them from the original GGUF with
+`TokenRows`, exactly as llama.cpp would.
 
 We use llama.cpp's C API through llama-cpp-python's ctypes bindings rather than its `Llama`
 class: engines need raw logits per step (they sample themselves, over a few thousand candidate
@@ -16,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import mmap
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +30,7 @@ import numpy as np
 from llama_cpp import _ggml
 
 from .errors import LlamaError
+from .formats.gguf import read_gguf_tensors
 
 _LOGGER = logging.getLogger(__name__)
 _LLAMA_LOGGER = logging.getLogger("llama.cpp")
@@ -48,6 +53,10 @@ DEFAULT_BATCH = 512
 """Tokens evaluated per `llama_decode` call during prefill (llama.cpp's default n_batch)."""
 SEQUENCE = 0
 """The one sequence id every batch and KV-cache call uses (a context holds one sequence)."""
+GGML_TYPE_F32 = 0
+"""`enum ggml_type` of float32, whose rows are copied as they are (it has no `to_float`)."""
+TOKEN_EMBD = "token_embd.weight"
+"""The embedding matrix of every llama.cpp language model (`LLM_TENSOR_TOKEN_EMBD`)."""
 
 _INIT_LOCK = threading.Lock()
 _initialized = False
@@ -80,6 +89,25 @@ _dev_description = _ggml_function(
 _dev_type = _ggml_function("ggml_backend_dev_type", ctypes.c_int, [ctypes.c_void_p])
 _reg_count = _ggml_function("ggml_backend_reg_count", ctypes.c_size_t, [])
 _load_all_backends = _ggml_function("ggml_backend_load_all", None, [])
+
+
+class _TypeTraits(ctypes.Structure):
+    """`struct ggml_type_traits` (ggml.h, llama-cpp-python 0.3.36)."""
+
+    _fields_ = [
+        ("type_name", ctypes.c_char_p),
+        ("blck_size", ctypes.c_int64),
+        ("blck_size_interleave", ctypes.c_int64),
+        ("type_size", ctypes.c_size_t),
+        ("is_quantized", ctypes.c_bool),
+        ("to_float", ctypes.c_void_p),
+        ("from_float_ref", ctypes.c_void_p),
+    ]
+
+
+_type_traits = _ggml_function("ggml_get_type_traits", ctypes.POINTER(_TypeTraits), [ctypes.c_int])
+_ToFloat = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+"""`ggml_to_float_t`: (const void * x, float * y, int64_t k)."""
 
 
 def init_runtime() -> None:
@@ -122,6 +150,91 @@ def backend_devices() -> list[BackendDevice]:
             )
         )
     return devices
+
+
+def ggml_row_bytes(ggml_type: int, n: int) -> int:
+    """Bytes of a row of `n` values of ggml type `ggml_type` (ggml's `ggml_row_size`).
+
+    ValueError for a type this ggml does not know (ggml_get_type_traits would assert) or a row
+    that is not a whole number of blocks.
+    """
+    traits = _traits(ggml_type)
+    if n % traits.blck_size:
+        raise ValueError(
+            f"a row of {n} is not whole blocks of {traits.blck_size} ({_name(traits)})"
+        )
+    return int(traits.type_size) * n // traits.blck_size
+
+
+def _traits(ggml_type: int) -> _TypeTraits:
+    if not 0 <= ggml_type < llama_cpp.GGML_TYPE_COUNT:
+        raise ValueError(f"ggml type {ggml_type} is unknown to this llama-cpp-python")
+    traits = _type_traits(ggml_type).contents
+    if traits.blck_size <= 0 or traits.type_size == 0:  # ids of types removed from ggml
+        raise ValueError(f"ggml type {ggml_type} ({_name(traits)}) has no data layout")
+    return traits
+
+
+def _name(traits: _TypeTraits) -> str:
+    return (traits.type_name or b"?").decode()
+
+
+class TokenRows:
+    """Rows of a GGUF's embedding matrix as float32, the values llama.cpp's CPU backend makes of
+    them for token ids.
+
+    The matrix is memory-mapped (only the rows asked for are read). Each row goes through ggml's
+    own `to_float` for its type, the function the CPU `get_rows` of quantized types calls; F16
+    and BF16 widen exactly in both, and F32 rows are copied as `get_rows` copies them
+    (docs/engines.md, "Orpheus: reduced output head"). Not thread-safe, like `LlamaModel`.
+    """
+
+    def __init__(self, path: Path, tensor: str = TOKEN_EMBD) -> None:
+        """Map `tensor` of the GGUF at `path`; LlamaError when it is missing or unreadable."""
+        self.path = path
+        info = read_gguf_tensors(path).get(tensor)
+        if info is None or len(info.dims) != 2:
+            raise LlamaError(f"{path} has no 2-D tensor {tensor}; is it a language model GGUF?")
+        self.n_embd, self.n_rows = info.dims
+        try:
+            row_bytes = ggml_row_bytes(info.ggml_type, self.n_embd)
+            to_float = _traits(info.ggml_type).to_float
+        except ValueError as err:
+            raise LlamaError(f"{path}: {tensor}: {err}") from err
+        if not to_float and info.ggml_type != GGML_TYPE_F32:
+            raise LlamaError(f"{path}: ggml cannot convert the rows of {tensor} to float")
+        self._to_float = _ToFloat(to_float) if to_float else None
+        with open(path, "rb") as file:
+            self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        size = self.n_rows * row_bytes
+        if info.offset + size > len(self._map):
+            self._map.close()
+            raise LlamaError(f"{path} ends inside {tensor}: a truncated download? delete it")
+        data = np.frombuffer(self._map, np.uint8, size, info.offset)  # (size,) the file's bytes
+        self._rows: np.ndarray | None = data.reshape(self.n_rows, row_bytes)  # (n_rows, bytes)
+
+    def __call__(self, ids: Sequence[int]) -> np.ndarray:
+        """The rows of `ids`, (len(ids), n_embd) float32; LlamaError for an id out of range."""
+        if self._rows is None:
+            raise LlamaError(f"{self.path}: the token rows were closed")
+        index = np.asarray(ids, np.int64)  # (n,)
+        if index.ndim != 1 or index.size == 0:
+            raise ValueError(f"token rows need a non-empty 1-D sequence of ids, got {index.shape}")
+        bad = index[(index < 0) | (index >= self.n_rows)]
+        if bad.size:
+            raise LlamaError(f"{self.path}: token id {bad[0]} is outside its {self.n_rows} rows")
+        raw = self._rows[index]  # (n, row_bytes) uint8, a copy
+        if self._to_float is None:
+            return raw.view(np.float32)  # (n, n_embd) float32
+        rows = np.empty((index.size, self.n_embd), np.float32)  # (n, n_embd)
+        for i in range(index.size):  # one call per row, as get_rows makes
+            self._to_float(raw[i].ctypes.data, rows[i].ctypes.data, self.n_embd)
+        return rows
+
+    def close(self) -> None:
+        """Unmap the file (idempotent)."""
+        self._rows = None  # the view must go before the map can close
+        self._map.close()
 
 
 class LlamaPlacement(Protocol):
@@ -182,6 +295,8 @@ class LlamaModel:
         self.vocab_only = vocab_only
         self.n_batch = n_ctx if embeddings else n_batch
         self._stack = contextlib.ExitStack()
+        self._embd_batch: Any = None
+        """The batch of `decode_embeddings` and `decode_rows` (token = NULL, embd = rows)."""
         try:
             self._model = self._load_model(path, device, vocab_only)
             self._stack.callback(llama_cpp.llama_model_free, self._model)
@@ -205,8 +320,6 @@ class LlamaModel:
         """Tokens in the KV cache (positions 0 … n_past-1)."""
         if embeddings:
             self._prepare_encoder_batch()
-        if hidden_states:
-            self._prepare_embedding_batch()
 
     def _create_context(self, n_ctx: int, threads: int) -> Any:
         """The context (one sequence) and the batches of a model that evaluates; owned by the
@@ -245,11 +358,15 @@ class LlamaModel:
         self._stack.callback(llama_cpp.llama_batch_free, self._batch)
 
         if hidden_states:
-            self._check_plain_widths()
-            # token = NULL, embd = n_batch rows of n_embd floats
-            self._embd_batch = llama_cpp.llama_batch_init(self.n_batch, self.n_embd, 1)
-            self._stack.callback(llama_cpp.llama_batch_free, self._embd_batch)
+            self._add_embedding_batch()
         return context
+
+    def _add_embedding_batch(self) -> None:
+        """The batch for embedding rows (token = NULL, embd = n_batch rows of n_embd floats)."""
+        self._check_plain_widths()
+        self._embd_batch = llama_cpp.llama_batch_init(self.n_batch, self.n_embd, 1)
+        self._stack.callback(llama_cpp.llama_batch_free, self._embd_batch)
+        self._prepare_embedding_batch()
 
     def _check_plain_widths(self) -> None:
         """Input rows, hidden size and output rows must all be n_embd wide.
@@ -263,7 +380,7 @@ class LlamaModel:
             raise LlamaError(
                 f"{self.path} takes {n_in}-wide input rows and returns "
                 f"{n_out}-wide hidden states for a hidden size of {self.n_embd}; "
-                "hidden_states=True supports models where all three are equal (qwen3, llama)"
+                "embedding-row input supports models where all three are equal (qwen3, llama)"
             )
 
     @staticmethod
@@ -438,7 +555,9 @@ class LlamaModel:
         size = self.n_batch
         np.ctypeslib.as_array(batch.n_seq_id, shape=(size,))[:] = 1
         # llama.cpp outputs every row when embeddings are on; say so rather than rely on it
-        np.ctypeslib.as_array(batch.logits, shape=(size,))[:] = 1
+        # (`_evaluate_rows` flags the last row only on a plain context)
+        self._batch_outputs = np.ctypeslib.as_array(batch.logits, shape=(size,))  # (n_batch,) int8
+        self._batch_outputs[:] = 1
         for i in range(size):
             batch.seq_id[i][0] = SEQUENCE
         self._batch_rows = np.ctypeslib.as_array(batch.embd, shape=(size, self.n_embd))
@@ -457,18 +576,7 @@ class LlamaModel:
                 f"{self.path} was not loaded for embedding input " "(hidden_states=True)"
             )
         self._check_rows(rows)
-        n_rows = rows.shape[0]
-        batch = self._embd_batch
-        for start in range(0, n_rows, self.n_batch):
-            part = rows[start : start + self.n_batch]  # (m, n_embd)
-            n_part = part.shape[0]
-            self._batch_rows[:n_part] = part
-            self._batch_pos[:n_part] = np.arange(self.n_past, self.n_past + n_part)
-            batch.n_tokens = n_part
-            status = llama_cpp.llama_decode(self._ctx, batch)
-            if status != 0:
-                raise LlamaError(f"{self.path}: llama_decode failed with status {status}")
-            self.n_past += n_part
+        self._evaluate_rows(rows)
         logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
         hidden = llama_cpp.llama_get_embeddings_ith(self._ctx, -1)
         if not logits or not hidden:
@@ -477,6 +585,45 @@ class LlamaModel:
             np.ctypeslib.as_array(logits, shape=(self.n_vocab,)).copy(),  # (n_vocab,) float32
             np.ctypeslib.as_array(hidden, shape=(self.n_embd,)).copy(),  # (n_embd,) float32
         )
+
+    def decode_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Evaluate embedding rows (n, n_embd) float32 after what is cached, one position each;
+        the logits (n_vocab,) after the last one, a view as from `decode`.
+
+        `decode` with the input rows given instead of looked up: for prompt tokens that are
+        not in this model's vocabulary (the Orpheus reduced head takes them from the original
+        GGUF with `TokenRows`). Works on any decoder context; one without hidden_states
+        allocates its batch of n_batch x n_embd floats on first use. Rows are checked as in
+        `decode_embeddings`.
+        """
+        self._check_evaluates()
+        if self.embeddings:
+            raise LlamaError(f"{self.path} is loaded as an encoder: use encode")
+        if self._embd_batch is None:
+            self._add_embedding_batch()
+        self._check_rows(rows)
+        self._evaluate_rows(rows)
+        logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
+        if not logits:
+            raise LlamaError(f"{self.path}: llama.cpp returned no logits")
+        return np.ctypeslib.as_array(logits, shape=(self.n_vocab,))  # (n_vocab,) float32 view
+
+    def _evaluate_rows(self, rows: np.ndarray) -> None:
+        """Run checked `rows` through llama_decode, n_batch at a time, after what is cached."""
+        batch = self._embd_batch
+        for start in range(0, rows.shape[0], self.n_batch):
+            part = rows[start : start + self.n_batch]  # (m, n_embd)
+            n_part = part.shape[0]
+            self._batch_rows[:n_part] = part
+            self._batch_pos[:n_part] = np.arange(self.n_past, self.n_past + n_part)
+            if not self.hidden_states:  # we read the last row's logits only (n_outputs_max 1)
+                self._batch_outputs[:n_part] = 0
+                self._batch_outputs[n_part - 1] = 1
+            batch.n_tokens = n_part
+            status = llama_cpp.llama_decode(self._ctx, batch)
+            if status != 0:
+                raise LlamaError(f"{self.path}: llama_decode failed with status {status}")
+            self.n_past += n_part
 
     def _check_rows(self, rows: np.ndarray) -> None:
         """LlamaError unless `rows` is a finite (n >= 1, n_embd) float32 array that fits."""

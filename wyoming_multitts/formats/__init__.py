@@ -8,11 +8,13 @@ functions that need them, so reading a GGUF header costs neither.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from ..errors import ConvertError
+from ..errors import ConvertError, EngineError
 
 PARTIAL_SUFFIX = ".partial"
 """Suffix of a file or folder while it is being written; it gets its final name only when
@@ -32,3 +34,20 @@ def read_json_object(path: Path, advice: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ConvertError(f"{path} is not a JSON object; {advice}")
     return doc
+
+
+@contextlib.contextmanager
+def conversion_lock(out: Path, cannot_write: str) -> Iterator[None]:
+    """Hold an exclusive file lock beside `out` (created with its folder) while converting into
+    it: two servers loading the same model wait for one conversion instead of clobbering it.
+    A folder it cannot write is an EngineError: `cannot_write` (which says what to do), then
+    the OS's reason."""
+    lock_path = out.with_name(f".{out.name}.lock")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(lock_path, "a+b")  # pylint: disable=consider-using-with
+    except OSError as err:
+        raise EngineError(f"{cannot_write} ({err})") from err
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

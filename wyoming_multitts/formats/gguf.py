@@ -48,6 +48,11 @@ GGUF_MAX_STRING = 1 << 20
 not a huge allocation."""
 GGUF_MAX_ENTRIES = 1 << 24
 """Most key/values or array items we accept (vocabularies are ~150k)."""
+GGUF_DEFAULT_ALIGNMENT = 32
+"""Alignment of the data section when `general.alignment` is absent (gguf-py 0.19.0
+`GGUF_DEFAULT_ALIGNMENT`)."""
+GGML_MAX_DIMS = 4
+"""Most dimensions a ggml tensor has (`GGML_MAX_DIMS`, ggml.h in llama-cpp-python 0.3.36)."""
 KV_CACHE_BYTES_PER_VALUE = 2
 """f16 K and V: llama.cpp's default cache type."""
 
@@ -249,30 +254,113 @@ def write_gguf(
 # Reading the header
 
 
+@dataclass(frozen=True)
+class GgufField:
+    """One key/value of a GGUF header, with its GGUF value types (gguf-py's `GGUFValueType`)."""
+
+    key: str
+    value_type: int
+    value: Any
+    """A number, a string, or for an array a list (None where arrays were skipped)."""
+    item_type: int | None = None
+    """The type of an array's items; None for scalars and strings."""
+
+
+@dataclass(frozen=True)
+class GgufTensorInfo:
+    """Where one tensor's data lies in a GGUF file, and its ggml type and dimensions."""
+
+    name: str
+    dims: tuple[int, ...]
+    """ggml order: `dims[0]` is the row length (n_embd for `token_embd`), `dims[1]` the rows."""
+    ggml_type: int
+    """`enum ggml_type` (gguf-py 0.19.0 `GGMLQuantizationType`)."""
+    offset: int
+    """Byte offset of the data from the start of the file."""
+
+
 def read_gguf_metadata(path: Path) -> dict[str, Any]:
     """The scalar and string key/values of a GGUF header; arrays (the vocabulary) are skipped.
 
     `gguf.GGUFReader` parses every vocabulary string (5 s for Orpheus' 157k tokens) to give us a
     few numbers; seeking past them takes milliseconds.
     """
+    return {field.key: field.value for field in _read_gguf_header(path, None, False)[0]}
+
+
+def read_gguf_fields(path: Path, skip_arrays_of: tuple[str, ...]) -> list[GgufField]:
+    """Every key/value of a GGUF header in file order, arrays read, except those of keys that
+    start with one of `skip_arrays_of` (value None): `("tokenizer.",)` passes over the
+    vocabulary in milliseconds where `gguf.GGUFReader` takes seconds."""
+    return _read_gguf_header(path, skip_arrays_of, False)[0]
+
+
+def read_gguf_tensors(path: Path) -> dict[str, GgufTensorInfo]:
+    """The tensor table of a GGUF by name, read as fast as `read_gguf_metadata`."""
+    return _read_gguf_header(path, None, True)[1]
+
+
+def _read_gguf_header(
+    path: Path, skip_arrays_of: tuple[str, ...] | None, with_tensors: bool
+) -> tuple[list[GgufField], dict[str, GgufTensorInfo]]:
+    """The key/values (arrays only of keys not in `skip_arrays_of`; None: no arrays) and, with
+    `with_tensors`, the tensor table; LlamaError naming the file if it is unreadable.
+
+    Layout: gguf-py 0.19.0 `GGUFReader` (`__init__`, `_build_tensor_info`): after the key/values
+    come the tensor infos (name, dimension count, dims, type, offset from the data section), then
+    the data section at the next multiple of `general.alignment`.
+    """
     try:
         with open(path, "rb") as file:
             if file.read(4) != GGUF_MAGIC:
                 raise ValueError("no GGUF magic number")
-            _version, _n_tensors, n_kv = struct.unpack("<IQQ", file.read(20))
-            if n_kv > GGUF_MAX_ENTRIES:
-                raise ValueError(f"implausible metadata count {n_kv}")
-            metadata: dict[str, Any] = {}
+            _version, n_tensors, n_kv = struct.unpack("<IQQ", file.read(20))
+            if n_kv > GGUF_MAX_ENTRIES or n_tensors > GGUF_MAX_ENTRIES:
+                raise ValueError(f"implausible counts: {n_kv} key/values, {n_tensors} tensors")
+            fields = []
             for _ in range(n_kv):
                 key = _gguf_string(file)
-                (value_type,) = struct.unpack("<I", file.read(4))
-                metadata[key] = _gguf_read_value(file, value_type)
-            return metadata
+                arrays = skip_arrays_of is not None and not key.startswith(skip_arrays_of)
+                fields.append(_gguf_field(file, key, arrays))
+            if not with_tensors:
+                return fields, {}
+            table = [_gguf_tensor_info(file) for _ in range(n_tensors)]
+            alignment = next(
+                (f.value for f in fields if f.key == "general.alignment" and f.value),
+                GGUF_DEFAULT_ALIGNMENT,
+            )
+            data_start = file.tell() + -file.tell() % int(alignment)
+            tensors = {
+                name: GgufTensorInfo(name, dims, ggml_type, data_start + offset)
+                for name, dims, ggml_type, offset in table
+            }
+            return fields, tensors
     except (ValueError, OSError, struct.error, UnicodeDecodeError) as err:
         raise LlamaError(
             f"{path} is not a readable GGUF file ({err}); delete it to download it "
             "again, or fix the catalog's path"
         ) from err
+
+
+def _gguf_field(file: BinaryIO, key: str, arrays: bool) -> GgufField:
+    """The value of `key`; an array is read into a list when `arrays`, else passed over."""
+    (value_type,) = struct.unpack("<I", file.read(4))
+    item_type = None
+    if value_type == GGUF_ARRAY:
+        (item_type,) = struct.unpack("<I", file.read(4))
+        file.seek(-4, 1)  # _gguf_read_value reads the array's header itself
+    return GgufField(key, value_type, _gguf_read_value(file, value_type, arrays), item_type)
+
+
+def _gguf_tensor_info(file: BinaryIO) -> tuple[str, tuple[int, ...], int, int]:
+    """One entry of the tensor table: name, dims (ggml order), ggml type, data offset."""
+    name = _gguf_string(file)
+    (n_dims,) = struct.unpack("<I", file.read(4))
+    if n_dims > GGML_MAX_DIMS:
+        raise ValueError(f"tensor {name} has {n_dims} dimensions")
+    dims = struct.unpack(f"<{n_dims}Q", file.read(8 * n_dims))
+    ggml_type, offset = struct.unpack("<IQ", file.read(12))
+    return name, dims, ggml_type, offset
 
 
 def _gguf_string(file: BinaryIO) -> str:
@@ -282,20 +370,22 @@ def _gguf_string(file: BinaryIO) -> str:
     return file.read(length).decode("utf-8")
 
 
-def _gguf_read_value(file: BinaryIO, value_type: int) -> Any:
-    """One value; arrays are skipped (None)."""
+def _gguf_read_value(file: BinaryIO, value_type: int, arrays: bool = False) -> Any:
+    """One value; an array is a list when `arrays`, else skipped (None)."""
     if value_type == GGUF_STRING:
         return _gguf_string(file)
     if value_type == GGUF_ARRAY:
         item_type, count = struct.unpack("<IQ", file.read(12))
         if count > GGUF_MAX_ENTRIES:
             raise ValueError(f"implausible array length {count}")
-        if item_type in GGUF_SCALARS:
-            file.seek(count * struct.calcsize(GGUF_SCALARS[item_type]), 1)
-        else:
-            for _ in range(count):
-                _gguf_read_value(file, item_type)
-        return None
+        if item_type not in GGUF_SCALARS:  # strings or nested arrays: one at a time
+            items = [_gguf_read_value(file, item_type, arrays) for _ in range(count)]
+            return items if arrays else None
+        fmt = GGUF_SCALARS[item_type]
+        if not arrays:
+            file.seek(count * struct.calcsize(fmt), 1)
+            return None
+        return list(struct.unpack(f"<{count}{fmt[1:]}", file.read(count * struct.calcsize(fmt))))
     if value_type not in GGUF_SCALARS:
         raise ValueError(f"unknown GGUF value type {value_type}")
     fmt = GGUF_SCALARS[value_type]

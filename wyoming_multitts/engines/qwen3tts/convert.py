@@ -23,7 +23,6 @@ conversion is never mistaken for a finished one. The cache lives beside the down
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
 import logging
 import os
@@ -33,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConvertError, EngineError
-from ...formats import PARTIAL_SUFFIX
+from ...errors import ConvertError
+from ...formats import PARTIAL_SUFFIX, conversion_lock
 from ...formats.safetensors import SafetensorsFiles
 from .checkpoint import check_tensors, read_stacks
 from .config import (
@@ -115,17 +114,11 @@ def convert_once(model_dir: Path, matrix_type: str) -> ConvertedQwen3TTS:
     """`convert` into `converted_dir(model_dir)`, one process at a time (a file lock beside it:
     two servers loading the same model wait for one conversion instead of clobbering it)."""
     out_dir = converted_dir(model_dir)
-    lock_path = out_dir.with_name(f".{out_dir.name}.lock")
-    try:
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        lock = open(lock_path, "a+b")  # pylint: disable=consider-using-with
-    except OSError as err:
-        raise EngineError(
-            f"cannot write beside {model_dir} ({err}); the converted model is cached "
-            f"in {out_dir}: make that folder writable"
-        ) from err
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    cannot_write = (
+        f"cannot write beside {model_dir}; the converted model is cached in {out_dir}: make "
+        "that folder writable"
+    )
+    with conversion_lock(out_dir, cannot_write):
         return convert(model_dir, out_dir, matrix_type=matrix_type)
 
 
