@@ -16,6 +16,7 @@ from safetensors.torch import load_file, save_file
 
 from wyoming_multitts.codecs.qwen3_12hz import (
     QWEN3_12HZ_DECODER,
+    Attention,
     Qwen3Codec12Hz,
     load_qwen3_codec,
     receptive_field,
@@ -35,8 +36,9 @@ TINY_RECEPTIVE = (42, 10)
 after the transformer."""
 TOLERANCE = 1e-6
 """max |ours - official| allowed on float32 audio (std 0.03, peak 0.24). Measured: whole decode vs
-`model.decoder(codes)` 3.0e-8; streaming with left >= receptive_frames vs the same 6.0e-8; our
-25-frame windows of 300 frames vs the official `chunked_decode` 4.5e-8 (rounding only)."""
+`model.decoder(codes)` 3.0e-8; streaming vs the same 6.0e-8, with carried state or with
+left = receptive_frames, windows of 1 … 8 or 4 … 32 frames, and after 20 or 100 context frames;
+our 25-frame windows of 300 frames vs the official `chunked_decode` 4.5e-8 (rounding only)."""
 SHORT_CONTEXT = 25
 """The official chunked_decode's left context (frames)."""
 SHORT_CONTEXT_ERROR = 1.8e-4
@@ -80,9 +82,11 @@ def codec(oracle: Path) -> Qwen3Codec12Hz:
     return load_qwen3_codec(oracle / "speech_tokenizer", torch.device("cpu"))
 
 
-def streamed(codec: Qwen3Codec12Hz, codes: np.ndarray, **options: int) -> np.ndarray:
+def streamed(
+    codec: Qwen3Codec12Hz, codes: np.ndarray, left: int | None = None, **options: int
+) -> np.ndarray:
     """The audio a stream returns when the frames arrive one at a time."""
-    decoder = codec.stream(lambda first, end: codes[first:end], **options)
+    decoder = codec.stream(lambda first, end: codes[first:end], left, **options)
     pieces = [piece for n in range(1, len(codes) + 1) for piece in decoder.push(n)]
     pieces += list(decoder.finish(len(codes)))
     return np.concatenate(pieces)
@@ -130,13 +134,57 @@ def test_official_chunking_reproduced(
 
 
 @pytest.mark.slow
-def test_stream_with_receptive_context_is_exact(
-    codec: Qwen3Codec12Hz, reference: dict[str, np.ndarray]
+@pytest.mark.parametrize(
+    "left, chunks", [(None, (1, 8)), (None, (4, 32)), (TINY_RECEPTIVE[0], (4, 32))]
+)
+def test_stream_is_exact(
+    codec: Qwen3Codec12Hz,
+    reference: dict[str, np.ndarray],
+    left: int | None,
+    chunks: tuple[int, int],
 ) -> None:
+    """Carried state (left None, the default) and receptive_frames of context re-decoded per
+    window both equal one whole decode, with windows of 1, 2, 4, 8, 8, … or 4, 8, 16, 32, …"""
     assert (codec.receptive_frames, codec.conv_context_frames) == TINY_RECEPTIVE
-    audio = streamed(codec, reference["codes"])  # left = receptive_frames, windows of 1, 2, 4, 8
+    audio = streamed(
+        codec, reference["codes"], left=left, first_chunk=chunks[0], max_chunk=chunks[1]
+    )
     assert audio.shape == reference["full"].shape
     assert np.abs(audio - reference["full"]).max() <= TOLERANCE
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", [20, 100])
+def test_stream_after_context_frames_is_exact(
+    codec: Qwen3Codec12Hz, reference: dict[str, np.ndarray], start: int
+) -> None:
+    """A clone's reference frames (the first `start`) only prime the state; 100 is beyond the
+    receptive field, so priming reads just the last receptive_frames of them."""
+    audio = streamed(codec, reference["codes"], start=start, first_chunk=4, max_chunk=32)
+    assert np.abs(audio - reference["full"][start * codec.samples_per_frame :]).max() <= TOLERANCE
+
+
+@pytest.mark.slow
+def test_stream_state_keeps_only_what_later_frames_read(
+    codec: Qwen3Codec12Hz, reference: dict[str, np.ndarray]
+) -> None:
+    """Steps each layer keeps after a long context (positions for attention, samples else)."""
+    state = codec.prime(reference["codes"][:300])
+    held = {
+        name: state.held(module, -2 if isinstance(module, Attention) else -1)
+        for name, module in codec.named_modules()
+    }
+    window = codec.config.sliding_window
+    for i in range(codec.config.num_hidden_layers):
+        assert held[f"pre_transformer.layers.{i}.self_attn"] == window - 1  # the KV cache
+    assert held["pre_conv"] == 2  # kernel 3
+    assert held["upsample.0.0"] == 0  # transposed, kernel = stride 2
+    assert held["upsample.0.1.dwconv"] == 6  # kernel 7
+    assert held["decoder.0"] == 6  # kernel 7
+    assert held["decoder.1.block.1"] == 1  # transposed, kernel 16, stride 8: one input before
+    assert held["decoder.1.block.4.conv1"] == 6 * 9  # kernel 7, dilation 9
+    assert held["decoder.1.block.4.conv2"] == 0  # kernel 1
+    assert held["decoder.6"] == 6  # the last conv, kernel 7
 
 
 @pytest.mark.slow

@@ -40,8 +40,8 @@ AUDIO_TOLERANCE = 1e-5
 """max |ours - qwen-tts| of the greedy audio: the same codes, our decoder streamed in windows vs
 the official whole decode (peak 0.88; measured 2.2e-6 for 6 and 1.9e-6 for 12 frames)."""
 STREAM_TOLERANCE = 1e-5
-"""max |stream - one whole decode| with the default context (the receptive field), peak 1.0:
-rounding only, windows of other lengths (measured 1.9e-6)."""
+"""max |stream - one whole decode| with the default streaming (state carried between windows),
+peak 1.0: rounding only, windows of other lengths."""
 TEXT = "Hello the world, this is user."
 """qwen3tts_oracle.py's default text."""
 

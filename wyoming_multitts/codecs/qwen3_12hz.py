@@ -10,14 +10,18 @@ is no weight norm to fold.
 
 Everything is causal, so a frame's audio depends only on that frame and the ones before it:
 `receptive_frames` of them (580 for the released decoder: 8 stacked attention layers reach back
-8·71 frames, the convolutions 2 + 10 more). Streaming decodes windows with left context and keeps
-the new frames (`stream`); with `left >= receptive_frames` the stream equals one whole-utterance
-decode, and there is no lookahead: a frame's audio is final as soon as the frame exists. The
-trade-off is compute, not latency. Left context costs transformer work only (≈33 MMAC per frame
-at full size): the convolution stack (≈2.4 GMAC per frame) always runs on just
-`conv_context_frames` (10) frames before the new ones, whatever `left` is. A window of 8 new
-frames costs ≈64 GMAC exact (580 frames of context) and ≈45 GMAC with 25 frames, which is
-approximate; the official `chunked_decode` way (the whole decoder over 25 + 8 frames) costs ≈82.
+8·71 frames, the convolutions 2 + 10 more). There is no lookahead: a frame's audio is final as
+soon as the frame exists. Streaming (`stream`) carries each layer's state from one window to the
+next (`StreamState`): every causal convolution keeps the (k-1)·d inputs its next outputs read,
+each transposed convolution of kernel 2r the one input whose tail reaches its next outputs, and
+each attention layer the keys and values of its last sliding_window - 1 (71) positions, its KV
+cache. A window then computes only its new frames (≈2.4 GMAC per frame at full size, nearly all
+in the convolutions), and the stream equals one whole-utterance decode up to float32 rounding.
+Nothing needs recomputing: the quantizer, norms, MLPs, SnakeBeta and the clamp work frame by
+frame or sample by sample. The other way, re-decoding `left` frames of context per window (the
+official `chunked_decode`: 25), is exact only with left >= receptive_frames, and then costs the
+transformer over those frames (≈33 MMAC each) plus the convolutions over `conv_context_frames`
+(10) of them, every window.
 """
 
 from __future__ import annotations
@@ -148,8 +152,43 @@ def receptive_field(config: Qwen3CodecConfig) -> tuple[int, int]:
 # ---- building blocks -------------------------------------------------------------------------
 
 
+class StreamState:
+    """What the layers of one stream keep between its windows, so that a window computes only
+    its new frames: each causal convolution's last inputs (the ones its next outputs still read)
+    and each attention layer's keys and values of the positions its sliding window still sees."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        """The attention's sliding_window: a layer keeps window - 1 positions."""
+        self._held: dict[nn.Module, torch.Tensor] = {}
+
+    def join(
+        self, layer: nn.Module, x: torch.Tensor, keep: int, dim: int = -1, padded: bool = True
+    ) -> torch.Tensor:
+        """`x` after what `layer` kept of its earlier inputs (the first time: `keep` zeros, the
+        causal padding, or nothing unless `padded`); keeps the last `keep` steps along `dim`."""
+        if keep == 0:
+            return x
+        held = self._held.get(layer)
+        if held is None:
+            shape = list(x.shape)
+            shape[dim] = keep if padded else 0
+            held = x.new_zeros(shape)
+        joined = torch.cat((held, x), dim)  # (…, held + T, …)
+        length = joined.shape[dim]
+        # a copy: a view would keep all of `joined` alive
+        self._held[layer] = joined.narrow(dim, max(0, length - keep), min(keep, length)).clone()
+        return joined
+
+    def held(self, layer: nn.Module, dim: int) -> int:
+        """How many steps along `dim` `layer` keeps now."""
+        held = self._held.get(layer)
+        return 0 if held is None else held.shape[dim]
+
+
 class CausalConv1d(nn.Module):
-    """Conv1d (stride 1) padded on the left only: output t sees inputs t-(k-1)·d … t."""
+    """Conv1d (stride 1) padded on the left only: output t sees inputs t-(k-1)·d … t. Streaming,
+    the padding is the (k-1)·d inputs before the window."""
 
     def __init__(
         self, in_dim: int, out_dim: int, kernel: int, dilation: int = 1, groups: int = 1
@@ -158,21 +197,35 @@ class CausalConv1d(nn.Module):
         self.conv = nn.Conv1d(in_dim, out_dim, kernel, dilation=dilation, groups=groups)
         self._left = (kernel - 1) * dilation
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.conv(F.pad(x, (self._left, 0)))  # (B, C_in, T) → (B, C_out, T)
+    def forward(self, x: torch.Tensor, state: StreamState | None = None) -> torch.Tensor:
+        if state is None:
+            x = F.pad(x, (self._left, 0))  # (B, C_in, left + T)
+        else:
+            x = state.join(self, x, self._left)  # (B, C_in, left + T)
+        return self.conv(x)  # (B, C_out, T)
 
 
 class CausalConvTranspose1d(nn.Module):
-    """ConvTranspose1d whose last kernel - stride outputs are cut: T inputs → T·stride outputs."""
+    """ConvTranspose1d whose last kernel - stride outputs are cut: T inputs → T·stride outputs.
+
+    Input t reaches outputs t·stride … t·stride + kernel - 1, so an output also sums the
+    (kernel - 1) // stride inputs before its own: streaming, those are joined before the window
+    and their own outputs (emitted by the window before) are cut."""
 
     def __init__(self, in_dim: int, out_dim: int, kernel: int, stride: int) -> None:
         super().__init__()
         self.conv = nn.ConvTranspose1d(in_dim, out_dim, kernel, stride=stride)
-        self._right = kernel - stride
+        self._stride = stride
+        self._held = (kernel - 1) // stride
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.conv(x)  # (B, C_out, (T-1)·stride + kernel)
-        return x[..., : x.shape[-1] - self._right] if self._right else x  # (B, C_out, T·stride)
+    def forward(self, x: torch.Tensor, state: StreamState | None = None) -> torch.Tensor:
+        count = x.shape[-1] * self._stride
+        held = 0
+        if state is not None:
+            x = state.join(self, x, self._held)  # (B, C_in, held + T)
+            held = self._held * self._stride
+        x = self.conv(x)  # (B, C_out, (held + T - 1)·stride + kernel)
+        return x[..., held : held + count]  # (B, C_out, T·stride)
 
 
 class SnakeBeta(nn.Module):
@@ -200,8 +253,8 @@ class ConvNeXtBlock(nn.Module):
         self.pwconv2 = nn.Linear(CONVNEXT_EXPANSION * dim, dim)
         self.gamma = nn.Parameter(torch.ones(dim))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.dwconv(x).transpose(1, 2)  # (B, T, C)
+    def forward(self, x: torch.Tensor, state: StreamState | None = None) -> torch.Tensor:
+        h = self.dwconv(x, state).transpose(1, 2)  # (B, T, C)
         h = self.pwconv2(F.gelu(self.pwconv1(self.norm(h))))  # (B, T, C)
         return x + (self.gamma * h).transpose(1, 2)  # (B, C, T)
 
@@ -214,8 +267,8 @@ class ResidualUnit(nn.Module):
         self.act2 = SnakeBeta(dim)
         self.conv2 = CausalConv1d(dim, dim, 1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.conv2(self.act2(self.conv1(self.act1(x))))
+    def forward(self, x: torch.Tensor, state: StreamState | None = None) -> torch.Tensor:
+        return x + self.conv2(self.act2(self.conv1(self.act1(x), state)))  # conv2: kernel 1
 
 
 class DecoderBlock(nn.Module):
@@ -228,10 +281,12 @@ class DecoderBlock(nn.Module):
             + [ResidualUnit(out_dim, dilation) for dilation in RESIDUAL_DILATIONS]
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.block:
-            x = layer(x)
-        return x  # (B, C_in, T) → (B, C_in // 2, T·rate)
+    def forward(self, x: torch.Tensor, state: StreamState | None = None) -> torch.Tensor:
+        snake, upsample, *units = self.block
+        x = upsample(snake(x), state)  # (B, C_in, T) → (B, C_in // 2, T·rate)
+        for unit in units:
+            x = unit(x, state)
+        return x  # (B, C_in // 2, T·rate)
 
 
 # ---- split residual vector quantizer (decode side only) ---------------------------------------
@@ -360,7 +415,11 @@ class AttentionShape(Protocol):
 
 
 class Attention(nn.Module):
-    """Multi-head attention with RoPE (NEOX halves) and a given mask (causal, maybe windowed)."""
+    """Multi-head attention with RoPE (NEOX halves) and a given mask (causal, maybe windowed).
+
+    Streaming, it keeps the un-rotated keys and values of the window - 1 positions before (its
+    KV cache), and positions count from the first of them: RoPE scores depend only on the
+    distance between positions, and small positions keep the float32 angles accurate."""
 
     def __init__(self, config: AttentionShape) -> None:
         super().__init__()
@@ -374,13 +433,24 @@ class Attention(nn.Module):
         self._gqa = config.num_attention_heads != config.num_key_value_heads
 
     def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor
+        self,
+        x: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        mask: torch.Tensor,
+        state: StreamState | None = None,
     ) -> torch.Tensor:
+        """x (B, T, hidden) at the last T of the positions that cos, sin (P + T, hd) and mask
+        (T, P + T) cover; the P before are the ones `state` keeps (none without one)."""
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, -1, self._head_dim).transpose(1, 2)  # (B, nh, T, hd)
         k = self.k_proj(x).view(B, T, -1, self._head_dim).transpose(1, 2)  # (B, nkv, T, hd)
         v = self.v_proj(x).view(B, T, -1, self._head_dim).transpose(1, 2)  # (B, nkv, T, hd)
-        q = q * cos + rotate_half(q) * sin
+        if state is not None:
+            kv = torch.stack((k, v))  # (2, B, nkv, T, hd)
+            kv = state.join(self, kv, state.window - 1, dim=-2, padded=False)
+            k, v = kv.unbind(0)  # (B, nkv, P + T, hd) each
+        q = q * cos[-T:] + rotate_half(q) * sin[-T:]
         k = k * cos + rotate_half(k) * sin
         y = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, scale=self._head_dim**-0.5, enable_gqa=self._gqa
@@ -415,14 +485,22 @@ class TransformerLayer(nn.Module):
         self.mlp_layer_scale = LayerScale(config.hidden_size)
 
     def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor
+        self,
+        x: torch.Tensor,
+        cos: torch.Tensor,
+        sin: torch.Tensor,
+        mask: torch.Tensor,
+        state: StreamState | None = None,
     ) -> torch.Tensor:
-        x = x + self.self_attn_layer_scale(self.self_attn(self.input_layernorm(x), cos, sin, mask))
+        h = self.self_attn(self.input_layernorm(x), cos, sin, mask, state)  # (B, T, hidden)
+        x = x + self.self_attn_layer_scale(h)
         return x + self.mlp_layer_scale(self.mlp(self.post_attention_layernorm(x)))
 
 
 class Transformer(nn.Module):
-    """latent_dim → hidden_size, the layers, final RMSNorm, hidden_size → latent_dim."""
+    """latent_dim → hidden_size, the layers, final RMSNorm, hidden_size → latent_dim. Every layer
+    attends causally within the sliding window (qwen-tts's decoder config: `layer_types` all
+    `sliding_attention`)."""
 
     inv_freq: torch.Tensor
 
@@ -439,12 +517,14 @@ class Transformer(nn.Module):
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         self._window = config.sliding_window
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, state: StreamState | None = None) -> torch.Tensor:
         _, T, _ = x.shape  # x : (B, T, latent_dim)
-        cos, sin, mask = rope_and_mask(T, self.inv_freq, self._window, x.dtype)
+        first = cast(TransformerLayer, self.layers[0]).self_attn
+        past = 0 if state is None else state.held(first, -2)  # positions in the KV cache
+        cos, sin, mask = rope_and_mask(past + T, self.inv_freq, self._window, x.dtype)
         h = self.input_proj(x)  # (B, T, hidden)
         for layer in self.layers:
-            h = layer(h, cos, sin, mask)
+            h = layer(h, cos, sin, mask[past:], state)  # mask rows of the new positions
         return self.output_proj(self.norm(h))  # (B, T, latent_dim)
 
 
@@ -487,20 +567,24 @@ class Qwen3Codec12Hz(nn.Module):
         """Frames of left context that make a window's audio equal the whole-utterance decode,
         and the part of them the convolutions after the transformer need (580 and 10)."""
 
-    def latent(self, codes: torch.Tensor) -> torch.Tensor:
+    def latent(self, codes: torch.Tensor, state: StreamState | None = None) -> torch.Tensor:
         """Quantizer, pre-conv and transformer: codes (B, Q, T) → (B, latent_dim, T)."""
-        h = self.pre_conv(self.quantizer(codes))  # (B, latent_dim, T)
-        return self.pre_transformer(h.transpose(1, 2)).transpose(1, 2)  # (B, latent_dim, T)
+        h = self.pre_conv(self.quantizer(codes), state)  # (B, latent_dim, T)
+        h = self.pre_transformer(h.transpose(1, 2), state)  # (B, T, latent_dim)
+        return h.transpose(1, 2)  # (B, latent_dim, T)
 
-    def synthesize(self, latent: torch.Tensor) -> torch.Tensor:
+    def synthesize(self, latent: torch.Tensor, state: StreamState | None = None) -> torch.Tensor:
         """Convolution stack: (B, latent_dim, T) → audio (B, 1, T·samples_per_frame)."""
         h = latent
         for stage in self.upsample:
-            for layer in cast(nn.ModuleList, stage):  # transposed conv ×ratio, ConvNeXt block
-                h = layer(h)  # (B, latent_dim, T·ratio…)
-        for layer in self.decoder:
-            h = layer(h)
-        return h.clamp(-1.0, 1.0)  # (B, 1, T·samples_per_frame)
+            transposed, convnext = cast(nn.ModuleList, stage)
+            h = convnext(transposed(h, state), state)  # (B, latent_dim, T·ratio…)
+        first, *blocks, snake, last = self.decoder
+        h = first(h, state)  # (B, decoder_dim, T·∏ratios)
+        for block in blocks:
+            h = block(h, state)  # (B, C // 2, T·∏ratios·rate…)
+        h = last(snake(h), state)  # (B, 1, T·samples_per_frame)
+        return h.clamp(-1.0, 1.0)
 
     def forward(self, codes: torch.Tensor, context: int = 0) -> torch.Tensor:
         """Audio of frames [context, T) of codes (B, Q, T), the frames before being left context:
@@ -515,17 +599,10 @@ class Qwen3Codec12Hz(nn.Module):
         """24 kHz float32 audio ((T - context)·1920,) of codes (T, num_quantizers) int, whose first
         `context` frames are left context only. Runs in pieces of DECODE_CHUNK_FRAMES new frames
         with receptive_frames of context each, so any length decodes exactly as one pass would."""
-        n_frames, n_codebooks = codes.shape  # (T, Q)
-        if n_codebooks != self.config.num_quantizers:
-            raise ValueError(
-                f"need {self.config.num_quantizers} codes per frame, got {n_codebooks}"
-            )
+        n_frames = len(codes)
         if not 0 <= context <= n_frames:
             raise ValueError(f"context {context} is not within the {n_frames} frames")
-        if n_frames and (codes.min() < 0 or codes.max() >= self.config.codebook_size):
-            raise ValueError(f"codes must lie in [0, {self.config.codebook_size})")
-        device = self.quantizer.rvq_first.output_proj.weight.device
-        all_codes = torch.as_tensor(codes.T, dtype=torch.int64, device=device)[None]  # (1, Q, T)
+        all_codes = self._codes_tensor(codes)  # (1, Q, T)
         pieces = []
         with torch.inference_mode():
             for new in range(context, n_frames, DECODE_CHUNK_FRAMES):
@@ -537,6 +614,43 @@ class Qwen3Codec12Hz(nn.Module):
             return np.zeros(0, dtype=np.float32)
         return np.concatenate(pieces)  # ((T - context)·spf,) float32
 
+    def prime(self, codes: np.ndarray | None = None) -> StreamState:
+        """The stream state after the frames `codes` (T, num_quantizers), without their audio
+        (None: a stream's state at its start).
+
+        Only the last receptive_frames frames matter: the transformer runs over them and the
+        convolutions over the last conv_context_frames of its output (their states, started from
+        zeros there, differ from a whole decode's only where later audio does not look)."""
+        state = StreamState(self.config.sliding_window)
+        if codes is None or len(codes) == 0:
+            return state
+        frames = self._codes_tensor(codes[-self.receptive_frames :])  # (1, Q, T)
+        with torch.inference_mode():
+            latent = self.latent(frames, state)  # (1, latent_dim, T)
+            start = max(0, latent.shape[-1] - self.conv_context_frames)
+            self.synthesize(latent[..., start:], state)  # the audio is context only
+        return state
+
+    def decode_next(self, codes: np.ndarray, state: StreamState) -> np.ndarray:
+        """24 kHz float32 audio (T·1920,) of the frames `codes` (T, num_quantizers) that follow
+        those `state` has seen (`prime`, then earlier calls); updates `state`."""
+        frames = self._codes_tensor(codes)  # (1, Q, T)
+        with torch.inference_mode():
+            audio = self.synthesize(self.latent(frames, state), state)  # (1, 1, T·spf)
+        return audio[0, 0].float().cpu().numpy()
+
+    def _codes_tensor(self, codes: np.ndarray) -> torch.Tensor:
+        """Checked codes (T, num_quantizers) int as a (1, Q, T) int64 tensor on our device."""
+        n_frames, n_codebooks = codes.shape  # (T, Q)
+        if n_codebooks != self.config.num_quantizers:
+            raise ValueError(
+                f"need {self.config.num_quantizers} codes per frame, got {n_codebooks}"
+            )
+        if n_frames and (codes.min() < 0 or codes.max() >= self.config.codebook_size):
+            raise ValueError(f"codes must lie in [0, {self.config.codebook_size})")
+        device = self.quantizer.rvq_first.output_proj.weight.device
+        return torch.as_tensor(codes.T, dtype=torch.int64, device=device)[None]  # (1, Q, T)
+
     def stream(
         self,
         codes_of: Callable[[int, int], np.ndarray],
@@ -546,15 +660,53 @@ class Qwen3Codec12Hz(nn.Module):
         start: int = 0,
     ) -> WindowedDecoder:
         """A `WindowedDecoder` over the frames `codes_of(first, end)` ((end - first, Q) int) of a
-        growing utterance. `left` frames of context per window (default receptive_frames: the
-        stream equals `decode` of the whole utterance; fewer only saves transformer work and
-        makes frames differ); no lookahead is needed. The first `start` frames are context only
-        (a voice clone's reference): their audio is never decoded or emitted."""
-        left = self.receptive_frames if left is None else left
+        growing utterance; no lookahead is needed. The first `start` frames are context only (a
+        voice clone's reference): their audio is never decoded or emitted.
+
+        `left` None (default): each window continues from the `StreamState` the one before left,
+        computing only its new frames, and the stream equals `decode` of the whole utterance.
+        A number: each window re-decodes that many frames of left context from scratch instead
+        (25 is the official `chunked_decode`; fewer than receptive_frames is approximate)."""
+        if left is None:
+            return WindowedDecoder(
+                _StatefulWindow(self, codes_of, start),
+                self.samples_per_frame,
+                0,
+                0,
+                first_chunk,
+                max_chunk,
+                start=start,
+            )
         window = _StreamWindow(self, codes_of, start)
         return WindowedDecoder(
             window, self.samples_per_frame, left, 0, first_chunk, max_chunk, start=start
         )
+
+
+class _StatefulWindow:
+    """decode(first, end) for `WindowedDecoder(left=0, right=0)`: every window starts where the
+    one before ended and continues from its state; the first primes the state with the context
+    frames before `start`."""
+
+    def __init__(
+        self, codec: Qwen3Codec12Hz, codes_of: Callable[[int, int], np.ndarray], start: int
+    ) -> None:
+        self._codec = codec
+        self._codes_of = codes_of
+        self._start = start
+        self._state: StreamState | None = None
+        self._decoded_until = start
+
+    def __call__(self, first: int, end: int) -> np.ndarray:
+        if first != self._decoded_until:
+            raise ValueError(f"window [{first}, {end}) does not start at {self._decoded_until}")
+        if self._state is None:  # on the first window, so that its time counts as decoding
+            context = max(0, self._start - self._codec.receptive_frames)
+            reference = self._codes_of(context, self._start) if self._start else None
+            self._state = self._codec.prime(reference)
+        audio = self._codec.decode_next(self._codes_of(first, end), self._state)  # (T·spf,)
+        self._decoded_until = end
+        return audio
 
 
 class _StreamWindow:

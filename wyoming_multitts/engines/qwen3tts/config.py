@@ -342,14 +342,15 @@ class Qwen3Options:
     subtalker_top_k: int = 50
     subtalker_top_p: float = 1.0
     context_frames: int = -1
-    """Streaming: frames of left context per decoded window; -1: the decoder's receptive field
-    (580 frames for the released decoder), which makes the stream equal one whole decode; fewer
-    only saves transformer work (25 frames, the official chunking, is close but not exact)."""
+    """Streaming: -1 carries the decoder's state from window to window (its causal convolutions'
+    last inputs, the attention's last 71 keys and values), so each window computes only its new
+    frames and the stream equals one whole decode; n >= 0 re-decodes n frames of left context
+    per window instead (25 frames, the official chunking, is close but not exact)."""
     first_chunk_frames: int = 4
     """Frames in the first streamed window (4 = 320 ms, the paper's packet)."""
     max_chunk_frames: int = 32
-    """Later windows double up to this many frames: each window re-runs 10 frames of the
-    decoder's convolutions, so larger windows cost less (32: +31 %, 8: +125 %)."""
+    """Later windows double up to this many frames (with state carried, a window's size changes
+    only how efficiently each call runs, not what it computes)."""
 
     def __post_init__(self) -> None:
         if self.max_frames < 1:

@@ -10,11 +10,11 @@ torch (`codecs/qwen3_12hz.py`). Prompt, sampling and stopping follow qwen-tts 0.
 codebook ids and EOS allowed, EOS banned for the first two frames, repetition penalty over
 earlier codes 0), the predictor gives codes 1 … 15 (`predictor.py`), and the next talker input is
 the sum of the 16 codebook embeddings plus the text side (`tts_pad`, or the trailing text in
-streaming-text mode). The decoder is causal, so frames stream out as soon as they exist; with the
-default left context (its receptive field) the stream equals one whole decode. A Base model's
-cloned voice (`clone.py`) starts from its reference's frames, which are then the decoder's left
-context only: just the new audio is emitted (qwen-tts decodes reference plus new codes and cuts
-the reference's share off, which for a causal decoder is the same).
+streaming-text mode). The decoder is causal, so frames stream out as soon as they exist; by
+default each window carries the decoder's state on to the next and the stream equals one whole
+decode. A Base model's cloned voice (`clone.py`) starts from its reference's frames, which are
+then the decoder's left context only: just the new audio is emitted (qwen-tts decodes reference
+plus new codes and cuts the reference's share off, which for a causal decoder is the same).
 """
 
 from __future__ import annotations
@@ -384,9 +384,8 @@ class Qwen3TTS:
     def _stream(self, piece: _Piece, options: Qwen3Options) -> WindowedDecoder:
         """The decoder's windows over the piece's frames, the reference's as context only."""
         frames = piece.frames
-        context = (
-            self._codec.receptive_frames if options.context_frames < 0 else options.context_frames
-        )
+        # -1: the decoder carries its state from window to window; n: re-decodes n context frames
+        context = None if options.context_frames < 0 else options.context_frames
         return self._codec.stream(
             lambda first, end: np.stack(frames[first:end]),  # (end - first, G)
             context,
