@@ -63,7 +63,7 @@ class SpeakerProfiles:
             )
         key = await asyncio.to_thread(self._key, voice, model, ref)
         out = self.cache_dir / f"{voice.name}-{key[:KEY_CHARS]}.json"
-        if out.is_file():
+        if await asyncio.to_thread(out.is_file):  # a stat can block on a slow disk
             return out
         run = self._runs.get(key)
         if run is None:
