@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import shutil
 import threading
@@ -22,8 +23,11 @@ from wyoming_multitts.devices import CPU
 from wyoming_multitts.engines.base import VoiceSettings
 from wyoming_multitts.engines.qwen3tts import convert as qwen3_convert
 from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
+from wyoming_multitts.engines.qwen3tts import memory as qwen3_memory
 from wyoming_multitts.engines.qwen3tts import prompt as qwen3_prompt
+from wyoming_multitts.engines.qwen3tts.tables import map_npz
 from wyoming_multitts.errors import EngineError, OptionError, VoiceError
+from wyoming_multitts.formats.safetensors import SafetensorsFiles
 
 from .test_qwen3tts_convert import run_oracle
 
@@ -345,12 +349,47 @@ def test_files_are_the_release_folder(snapshot: Path) -> None:
         assert (snapshot / name).is_file(), name
 
 
-def test_estimate_covers_the_files(snapshot: Path) -> None:
-    spec = tiny_spec(snapshot)
-    estimate = qwen3tts.estimate_bytes(spec, {"model": snapshot})
-    files = sum((snapshot / name).stat().st_size for name in qwen3tts.FILES["model"] or ())
-    assert estimate > (snapshot / "model.safetensors").stat().st_size * 2
-    assert estimate > files - (snapshot / "model.safetensors").stat().st_size
+def test_tables_are_mapped_not_read(snapshot: Path, tmp_path: Path) -> None:
+    """The engine maps tables.npz (the text table is 311 MB for the 0.6B and a request reads a
+    few rows of it): every array equals what np.load reads, and none is in memory."""
+    converted = qwen3_convert.convert(snapshot, tmp_path, matrix_type="f16")
+    mapped = map_npz(converted.tables)
+    with np.load(converted.tables) as npz:
+        assert sorted(mapped) == sorted(npz.files)
+        for name in npz.files:
+            assert isinstance(mapped[name], np.memmap), name
+            np.testing.assert_array_equal(mapped[name], npz[name])
+        compressed = tmp_path / "compressed.npz"
+        np.savez_compressed(compressed, **{name: npz[name] for name in npz.files})
+    with pytest.raises(EngineError, match=r"compressed\.npz is not a table file of this version"):
+        map_npz(compressed)
+
+
+def test_estimate_counts_what_stays_resident(snapshot: Path, tmp_path: Path) -> None:
+    """The converted weights, the tables read every frame, the decoder as float32 and the KV
+    cache, on top of the measured working memory; not the text table (mapped, barely read)."""
+    spec = tiny_spec(snapshot)  # f32
+    converted = qwen3_convert.convert(snapshot, tmp_path, matrix_type="f32")
+    tables = map_npz(converted.tables)
+    decoder = SafetensorsFiles.open(snapshot / "speech_tokenizer")
+    decoder_values = sum(
+        int(np.prod(decoder.shape(name))) for name in decoder.names if name.startswith("decoder.")
+    )
+    talker = json.loads((snapshot / "config.json").read_text())["talker_config"]
+    n_ctx = qwen3_prompt.PROMPT_ROWS_MAX + spec.options["max_frames"]
+    head_dim = talker.get("head_dim") or talker["hidden_size"] // talker["num_attention_heads"]
+    # K and V in f16 for every layer, position and KV head
+    kv = 2 * talker["num_hidden_layers"] * n_ctx * talker["num_key_value_heads"] * head_dim * 2
+    resident = (
+        converted.talker.stat().st_size
+        + converted.code_predictor.stat().st_size
+        + tables["predictor_heads"].nbytes
+        + tables["predictor_embeddings"].nbytes
+        + 4 * tables["codec_embeddings"].size
+        + 4 * decoder_values
+    )
+    estimate = qwen3_memory.estimate_bytes(spec, {"model": snapshot}) - qwen3_memory.WORKING_BYTES
+    assert 0.9 * (resident + kv) < estimate < 1.1 * (resident + kv), (estimate, resident, kv)
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,6 @@ plus new codes and cuts the reference's share off, which for a causal decoder is
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 from collections.abc import Generator
@@ -88,33 +87,6 @@ MAX_TEXT_CHARS = 200
 """Longer text is spoken in pieces (at most ~600 tokens even as raw UTF-8 bytes)."""
 SUBTALKER_SEED_OFFSET = 1
 """The code predictor's generator is seeded with the talker's seed plus this."""
-KV_BYTES_PER_VALUE = 2
-"""The talker's KV cache is f16 (llama.cpp's default cache type)."""
-
-
-def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
-    """Weights (as converted), the speech tokenizer, and the talker's KV cache."""
-    options = apply_options(Qwen3Options(), model.options)
-    model_dir = paths["model"]
-    try:
-        talker = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))[
-            "talker_config"
-        ]
-        layers, kv_heads = int(talker["num_hidden_layers"]), int(talker["num_key_value_heads"])
-        head_dim = int(
-            talker.get("head_dim") or talker["hidden_size"] // talker["num_attention_heads"]
-        )
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise EngineError(f"{model_dir / 'config.json'} is not a Qwen3-TTS config ({err})") from err
-    n_ctx = PROMPT_ROWS_MAX + options.max_frames
-    kv_bytes = 2 * layers * n_ctx * kv_heads * head_dim * KV_BYTES_PER_VALUE  # K and V
-    # the release is bf16; q8_0 converts to less, but its tables are f16: bound it by f16
-    scale = 2 if options.matrix_type == "f32" else 1
-    return (
-        scale * (model_dir / "model.safetensors").stat().st_size
-        + (model_dir / "speech_tokenizer" / "model.safetensors").stat().st_size
-        + kv_bytes
-    )
 
 
 @dataclass
