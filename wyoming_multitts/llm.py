@@ -387,6 +387,11 @@ class LlamaModel:
     def _load_model(path: Path, device: LlamaPlacement, vocab_only: bool) -> ctypes.c_void_p:
         params = llama_cpp.llama_model_default_params()
         params.vocab_only = vocab_only
+        # Read the weights rather than map them. The CPU backend repacks the common quantized
+        # types (Q4_K, Q4_0, Q8_0, … on AVX2 and ARM) into buffers of its own, and every mapped
+        # page it read to do so stayed resident beside the copy: Orpheus 3B Q4_K_M held 3.1 GB
+        # mapped against 1.8 GB read (docs/benchmarks.md, "Resident memory").
+        params.load_mode = llama_cpp.LLAMA_LOAD_MODE_NONE
         # The device list must outlive the load call: keep it in a local until it returns.
         device_list = None
         if device.llama_device is None or vocab_only:

@@ -62,6 +62,10 @@ follow them)."""
 TOKENS_PER_AUDIO_SECOND = 24000 / 2048 * FRAME_TOKENS  # 82.03: a 2048-sample frame at 24 kHz
 PROMPT_TOKENS_MAX = 512  # context reserved for the prompt of one text piece
 MAX_TEXT_CHARS = 300  # longer text is spoken in pieces: Orpheus skips words in long prompts
+WORKING_BYTES = 600_000_000
+"""The worker's own Python and torch (~240 MB before any model), llama.cpp's compute buffers and
+SNAC's activations: what the 3B's worker held at its peak beyond weights and KV cache
+(2026-12-02, 2 threads; docs/benchmarks.md, "Resident memory")."""
 
 DEFAULT_SAMPLING = SamplingConfig(temperature=0.6, top_p=0.9, repetition_penalty=1.1, seed=0)
 """Orpheus defaults (docs/engines.md, "Orpheus: sampling defaults"; repetition penalty >= 1.1
@@ -105,7 +109,8 @@ class OrpheusOptions:
 
 
 def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
-    """GGUF (as reduced, when it is) and SNAC weights plus the KV cache of the context."""
+    """GGUF (as reduced, when it is) and SNAC weights, the KV cache of the context, and the
+    measured working memory."""
     options = apply_options(OrpheusOptions(), model.options)
     n_ctx = options.max_tokens + PROMPT_TOKENS_MAX
     source = paths["model"]
@@ -114,7 +119,7 @@ def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
     else:
         gguf_bytes = source.stat().st_size
     snac_bytes = (paths["codec"] / "pytorch_model.bin").stat().st_size
-    return gguf_bytes + gguf_kv_cache_bytes(source, n_ctx) + snac_bytes
+    return gguf_bytes + gguf_kv_cache_bytes(source, n_ctx) + snac_bytes + WORKING_BYTES
 
 
 class Orpheus:
