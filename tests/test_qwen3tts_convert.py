@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from tools.modelgen import qwen3tts
+from tools.modelgen.gguf_lm import quantize_gguf
 from wyoming_multitts.catalog import parse_catalog
 from wyoming_multitts.devices import resolve_device
 from wyoming_multitts.engines.qwen3tts.checkpoint import LAYER_TENSORS, PREDICTOR_PREFIX
@@ -42,6 +43,16 @@ Q8_LOGITS_TOLERANCE = 5e-2
 the full-size 0.6B's random weights give 3.2e-2, and 1.1e-3 with f16)."""
 Q8_HIDDEN_TOLERANCE = 3e-2
 """The same for a 32-wide Q8_0 predictor's hidden state against float64 (measured 1.0e-2)."""
+K_QUANT_TOLERANCES = {"q6_k": (0.1, 0.1), "q4_k": (0.35, 0.3)}
+"""max |k-quant - f32| / max |f32| of the 256-wide talker's logits after a prefill, and of its
+predictor's hidden state for the same rows (measured q6_k 4.9e-2 and 5.6e-2, q4_k 2.0e-1 and
+1.6e-1; q8_0 gives 1.8e-2 and 1.9e-2 on the same model): each of the 8 random layers adds its
+weights' rounding (Q4_K's is ~7 % rms); docs/benchmarks.md has the full-size figures."""
+WIDE_STACK = qwen3tts.LmConfig(256, 512, 8, 2, 1, 128, 32768)
+"""A talker whose every matrix row is whole k-quant blocks of 256, with 8 layers: llama.cpp's
+Q4_K_M gives more bits to layers 0, 3, 6 and 7 of 8 (and 2 and 4 of the 5-layer predictor)."""
+WIDE_MROPE_SECTION = (24, 20, 20)
+"""mrope_section of head_dim 128 (the released models')."""
 
 llama_cpp = pytest.importorskip("llama_cpp")
 from wyoming_multitts.llm import LlamaModel  # noqa: E402  # needs llama_cpp
@@ -392,6 +403,90 @@ def test_q8_0_quantizes_a_predictor_of_whole_blocks(tmp_path: Path) -> None:
         predictor.close()
     expected = qwen3_hidden(rows, SafetensorsFiles.open(source), PREDICTOR_PREFIX)[-1]
     _close(hidden, expected, Q8_HIDDEN_TOLERANCE)
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ConvertedQwen3TTS]:
+    """A tiny snapshot with 256-wide stacks (WIDE_STACK), converted f32, q6_k and q4_k."""
+    directory = tmp_path_factory.mktemp("qwen3tts-wide")
+    shape = dataclasses.replace(
+        qwen3tts.TINY_SHAPE,
+        talker=WIDE_STACK,
+        predictor=dataclasses.replace(WIDE_STACK, layers=5),
+        mrope_section=WIDE_MROPE_SECTION,
+    )
+    qwen3tts.write_qwen3tts(directory / "snapshot", shape, qwen3tts.TINY_SEED)
+    return {
+        matrix_type: convert(
+            directory / "snapshot", directory / matrix_type, matrix_type=matrix_type
+        )
+        for matrix_type in ("f32", "q6_k", "q4_k")
+    }
+
+
+def test_q4_k_talker_is_llama_cpp_q4_k_m(
+    wide: dict[str, ConvertedQwen3TTS], tmp_path: Path
+) -> None:
+    """q4_k's talker holds, tensor for tensor, the type and the bytes of llama.cpp's own Q4_K_M
+    quantization of the f32 talker (`llama_model_quantize`)."""
+    reference = tmp_path / "talker-Q4_K_M.gguf"
+    quantize_gguf(wide["f32"].talker, reference, "q4_k_m", THREADS)
+    ours = {tensor.name: tensor for tensor in gguf.GGUFReader(wide["q4_k"].talker).tensors}
+    theirs = {tensor.name: tensor for tensor in gguf.GGUFReader(reference).tensors}
+    assert ours.keys() == theirs.keys()
+    for name, tensor in ours.items():
+        assert tensor.tensor_type == theirs[name].tensor_type, name
+        assert np.array_equal(tensor.data, theirs[name].data), name
+    more_bits = {f"blk.{i}.{t}.weight" for i in (0, 3, 6, 7) for t in ("attn_v", "ffn_down")}
+    talker = tensor_types(wide["q4_k"].talker)
+    q6_k = {name for name, kind in talker.items() if kind == "Q6_K"}
+    assert q6_k == {"output.weight", *more_bits}
+    predictor = {
+        name: "Q6_K" if name in ("blk.2.attn_v.weight", "blk.4.attn_v.weight") else kind
+        for name, kind in predictor_types(wide["q4_k"], "Q4_K").items()
+    }
+    assert tensor_types(wide["q4_k"].code_predictor) == predictor
+    q4_k_m = gguf.LlamaFileType.MOSTLY_Q4_K_M
+    assert read_gguf_metadata(wide["q4_k"].talker)["general.file_type"] == q4_k_m
+
+
+def test_q6_k_conversion_is_q6_k_throughout(wide: dict[str, ConvertedQwen3TTS]) -> None:
+    """Every matrix Q6_K (llama.cpp's Q6_K file) but the predictor's ffn_down (BF16)."""
+    talker = tensor_types(wide["q6_k"].talker)
+    assert talker == {name: "F32" if "norm" in name else "Q6_K" for name in talker}
+    assert tensor_types(wide["q6_k"].code_predictor) == predictor_types(wide["q6_k"], "Q6_K")
+    q6_k = gguf.LlamaFileType.MOSTLY_Q6_K
+    assert read_gguf_metadata(wide["q6_k"].talker)["general.file_type"] == q6_k
+    with np.load(wide["q6_k"].tables) as npz:
+        assert npz["text_embeddings"].dtype == np.float16
+
+
+def stack_outputs(converted: ConvertedQwen3TTS, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The talker's logits after a prefill of `rows` (n, hidden), and the predictor's last
+    hidden state for the same rows (talker and predictor are equally wide here)."""
+    outputs = []
+    for path in (converted.talker, converted.code_predictor):
+        model = open_stack(path)
+        try:
+            outputs.append(model.decode_embeddings(rows))
+        finally:
+            model.close()
+    return outputs[0][0], outputs[1][1]
+
+
+@pytest.mark.parametrize("matrix_type", list(K_QUANT_TOLERANCES))
+def test_k_quant_conversion_runs_close_to_f32(
+    wide: dict[str, ConvertedQwen3TTS], matrix_type: str
+) -> None:
+    with np.load(wide["f32"].tables) as npz:
+        text = npz["text_embeddings"][[5, 77, 200, 301]]  # (4, 256)
+        codec = npz["codec_embeddings"][[3, 17, 1045]]  # (3, 256)
+    rows = np.concatenate([text, codec]).astype(np.float32)  # (7, 256): a prefill
+    expected_logits, expected_hidden = stack_outputs(wide["f32"], rows)
+    logits, hidden = stack_outputs(wide[matrix_type], rows)
+    logits_tolerance, hidden_tolerance = K_QUANT_TOLERANCES[matrix_type]
+    _close(logits, expected_logits, logits_tolerance)
+    _close(hidden, expected_hidden, hidden_tolerance)
 
 
 def test_second_convert_reuses_and_changes_rebuild(snapshot: Path, tmp_path: Path) -> None:

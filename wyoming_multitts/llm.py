@@ -108,6 +108,26 @@ class _TypeTraits(ctypes.Structure):
 _type_traits = _ggml_function("ggml_get_type_traits", ctypes.POINTER(_TypeTraits), [ctypes.c_int])
 _ToFloat = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 """`ggml_to_float_t`: (const void * x, float * y, int64_t k)."""
+_quantize_chunk = _ggml_function(
+    "ggml_quantize_chunk",
+    ctypes.c_size_t,
+    [
+        ctypes.c_int,  # enum ggml_type type
+        ctypes.c_void_p,  # const float * src
+        ctypes.c_void_p,  # void * dst
+        ctypes.c_int64,  # int64_t start (values into src)
+        ctypes.c_int64,  # int64_t nrows
+        ctypes.c_int64,  # int64_t n_per_row
+        ctypes.c_void_p,  # const float * imatrix (NULL: none)
+    ],
+)
+"""Bytes written (ggml.h, llama-cpp-python 0.3.36)."""
+_quantize_requires_imatrix = _ggml_function(
+    "ggml_quantize_requires_imatrix", ctypes.c_bool, [ctypes.c_int]
+)
+GGML_ACTIVATION_TYPES = frozenset({9, 15})
+"""Q8_1 and Q8_K (`enum ggml_type`): what ggml converts activations to, never weights;
+`ggml_quantize_chunk` has no case for them and aborts the process."""
 
 
 def init_runtime() -> None:
@@ -164,6 +184,27 @@ def ggml_row_bytes(ggml_type: int, n: int) -> int:
             f"a row of {n} is not whole blocks of {traits.blck_size} ({_name(traits)})"
         )
     return int(traits.type_size) * n // traits.blck_size
+
+
+def ggml_quantize(ggml_type: int, values: np.ndarray) -> np.ndarray:
+    """`values` (rows, n) in ggml type `ggml_type`: (rows, bytes per row) uint8, the bytes
+    llama.cpp's own `ggml_quantize_chunk` writes (what `llama-quantize` writes without an
+    importance matrix). gguf-py's numpy quantizer has no k-quants (Q4_K, Q6_K).
+
+    ValueError for a type that needs an importance matrix or is an activation type, or rows
+    that are not whole blocks: ggml checks these with asserts that abort the process, or not
+    at all in release builds.
+    """
+    rows = np.ascontiguousarray(values, np.float32)  # (rows, n)
+    if rows.ndim != 2:
+        raise ValueError(f"ggml quantizes rows: (rows, n) values, not {rows.shape}")
+    n_rows, n = rows.shape
+    row_bytes = ggml_row_bytes(ggml_type, n)
+    if ggml_type in GGML_ACTIVATION_TYPES or _quantize_requires_imatrix(ggml_type):
+        raise ValueError(f"ggml cannot quantize weights to {_name(_traits(ggml_type))} alone")
+    out = np.empty((n_rows, row_bytes), np.uint8)  # (rows, bytes per row)
+    _quantize_chunk(ggml_type, rows.ctypes.data, out.ctypes.data, 0, n_rows, n, None)
+    return out
 
 
 def _traits(ggml_type: int) -> _TypeTraits:

@@ -4,8 +4,8 @@ streams one tensor at a time, and a fast header reader.
 One `LmShape` describes a decoder-only transformer for every writer: the Qwen3-TTS conversion
 (talker, code predictor, text tokenizer) and the random-model generator (tools/modelgen). Tensor
 names and shapes follow llama.cpp's loaders (`src/models/llama.cpp`, `qwen2.cpp`, `qwen3.cpp`,
-vendored in llama-cpp-python 0.3.36). gguf-py is imported only by the writer; reading a header
-needs nothing but the standard library.
+vendored in llama-cpp-python 0.3.36). gguf-py, and ggml for quantized tensors, are imported
+only by the writer; reading a header needs nothing but the standard library.
 """
 
 from __future__ import annotations
@@ -195,8 +195,9 @@ class GgufTensor:
     dtype: type
     load: Callable[[], np.ndarray]
     quant: gguf.GGMLQuantizationType | None = None
-    """Store as this block type (e.g. Q8_0) instead of `dtype`: `load` still gives float rows,
-    quantized when written; each row (`shape[-1]`) must be a whole number of blocks."""
+    """Store as this block type (Q8_0, Q4_K, BF16, …) instead of `dtype`: `load` still gives
+    float rows, quantized when written; each row (`shape[-1]`) must be a whole number of
+    blocks."""
 
     def stored_shape(self) -> tuple[int, ...]:
         """Shape of the bytes written: `shape`, or (rows, bytes per row) when quantized."""
@@ -211,9 +212,9 @@ class GgufTensor:
         return np.dtype(np.uint8 if self.quant is not None else self.dtype)
 
     def stored(self) -> np.ndarray:
-        """`load()` as it goes into the file: `dtype`, or quantized to `quant`."""
-        import gguf  # pylint: disable=import-outside-toplevel
-
+        """`load()` as it goes into the file: `dtype`, or quantized to `quant` by llama.cpp's
+        own ggml (`llm.ggml_quantize`): gguf-py's numpy quantizer has no k-quants, and for Q8_0
+        and BF16 the two write the same bytes (tests/test_quantize.py)."""
         data: np.ndarray = np.ascontiguousarray(
             self.load(), dtype=self.dtype if self.quant is None else np.float32
         )
@@ -221,7 +222,11 @@ class GgufTensor:
             raise ValueError(f"{self.name}: {data.shape} != {self.shape}")
         if self.quant is None:
             return data
-        return gguf.quants.quantize(data, self.quant)  # (rows, bytes per row) uint8
+        # pylint: disable-next=import-outside-toplevel  # llm imports this module; writers only
+        from ..llm import ggml_quantize
+
+        rows = data.reshape(-1, self.shape[-1])  # (rows, n) float32
+        return ggml_quantize(int(self.quant), rows).reshape(self.stored_shape())  # uint8
 
 
 def write_gguf(

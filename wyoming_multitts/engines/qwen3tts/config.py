@@ -67,6 +67,10 @@ class MatrixType:
     `gguf_files.write_predictor`); None: F32."""
     file_type: gguf.LlamaFileType
     """`general.file_type` of the talker and predictor GGUFs."""
+    more_bits: gguf.GGMLQuantizationType | None = None
+    """Type of the tensors llama.cpp's Q4_K_M mix gives more bits (`gguf_files.block_type`):
+    the talker's output head, and attn_v and ffn_down in about half of the layers; None:
+    `quant`."""
 
 
 MATRIX_TYPES = {
@@ -78,11 +82,29 @@ MATRIX_TYPES = {
         gguf.GGMLQuantizationType.BF16,
         gguf.LlamaFileType.MOSTLY_Q8_0,
     ),
+    "q6_k": MatrixType(
+        np.float16,
+        gguf.GGMLQuantizationType.Q6_K,
+        gguf.GGMLQuantizationType.BF16,
+        gguf.LlamaFileType.MOSTLY_Q6_K,
+    ),
+    "q4_k": MatrixType(
+        np.float16,
+        gguf.GGMLQuantizationType.Q4_K,
+        gguf.GGMLQuantizationType.BF16,
+        gguf.LlamaFileType.MOSTLY_Q4_K_M,
+        more_bits=gguf.GGMLQuantizationType.Q6_K,
+    ),
 }
-"""`matrix_type` option → storage. q8_0 (8-bit blocks of 32 with an fp16 scale, 8.5 bits a
-weight) halves what the talker and predictor read per step, which is their CPU time: they are
-memory-bound (0.6B on 2 cores: talker 33 → 22 ms a step, predictor 115 → 73 ms a frame).
-Its tables stay f16 (rows are looked up, never multiplied)."""
+"""`matrix_type` option → storage. The quantized types shrink what the talker and predictor
+read per step, which sets their CPU time (they are memory-bound): q8_0 is Q8_0 (blocks of 32
+8-bit values, 8.5 bits a weight), q6_k llama.cpp's Q6_K file (every matrix Q6_K, 6.56 bits)
+and q4_k its Q4_K_M mix, the usual 4-bit one (Q4_K, 4.5 bits; Q6_K for the output head and for
+attn_v and ffn_down in about half of the layers, `gguf_files.block_type`). In all three the
+predictor's `ffn_down` is BF16 and the tables f16 (rows are looked up, never multiplied).
+0.6B on 2 cores, raw loop, f16 / q8_0 / q6_k / q4_k: talker 26 / 20 / 17 / 14 ms a step,
+predictor 81 / 60 / 55 / 44 ms a frame; logits drift from f32 by 1e-3 / 3e-2 / 9e-2 / 2.5e-1 of
+their largest on random weights (docs/benchmarks.md, "4- and 6-bit options")."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -318,8 +340,9 @@ class Qwen3Options:
     """Most frames per text piece (12.5 per second: 1024 ≈ 82 s); sizes the talker's context.
     Each piece is also capped at FRAMES_PER_TEXT_TOKEN per text token (the runaway guard)."""
     matrix_type: str = "f16"
-    """Weights of the converted GGUFs and tables: `f16`, `f32` (exact, twice the memory) or
-    `q8_0` (8-bit talker and predictor matrices, f16 tables: faster on CPUs)."""
+    """Weights of the converted GGUFs and tables: `f16`, `f32` (exact, twice the memory), or
+    talker and predictor matrices in `q8_0` (8-bit), `q6_k` or `q4_k` (llama.cpp's Q6_K and
+    Q4_K_M) with f16 tables: faster on CPUs (MATRIX_TYPES)."""
     codec_language: str = ""
     """The model's language tag: empty for the voice's language, `auto` for none, or a key of
     config.json's codec_language_id (e.g. `sichuan_dialect`)."""

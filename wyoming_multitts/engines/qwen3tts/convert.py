@@ -127,9 +127,9 @@ def convert(model_dir: Path, out_dir: Path, *, matrix_type: str = "f16") -> Conv
 
     Errors name the file and what to do (the caller adds which model). `matrix_type` is "f16"
     (llama.cpp's usual choice; bf16 weights lose nothing that matters), "f32" (exact, twice
-    the size; tests compare against qwen-tts with it) or "q8_0" (8-bit, faster on CPUs; see
-    MATRIX_TYPES). Takes about a minute for 0.6B on 2 cores, most of it folding the 151936-row
-    text table.
+    the size; tests compare against qwen-tts with it), or "q8_0", "q6_k" or "q4_k" (8, 6 and
+    4 bits, faster on CPUs; see MATRIX_TYPES). Takes about a minute for 0.6B on 2 cores, most
+    of it folding the 151936-row text table.
     """
     if matrix_type not in MATRIX_TYPES:
         raise ValueError(

@@ -39,6 +39,8 @@ END_OF_TEXT = "<|endoftext|>"
 """Qwen2's BOS and padding token (as llama.cpp's converter writes them); EOS is `<|im_end|>`."""
 MERGES_VERSION = "#version"
 """merges.txt's first line (`#version: 0.2`) is a comment, not a merge."""
+MORE_BITS_TENSORS = ("attn_v", "ffn_down")
+"""Block tensors llama.cpp's Q4_K_M stores in more bits in some layers (`more_bits_layer`)."""
 
 
 def write_talker(path: Path, weights: SafetensorsFiles, stack: LmShape, matrix: MatrixType) -> None:
@@ -49,11 +51,16 @@ def write_talker(path: Path, weights: SafetensorsFiles, stack: LmShape, matrix: 
             "token_embd.weight",
             (vocab, hidden),
             matrix,
+            matrix.quant,
             _loader(weights, "talker.model.codec_embedding.weight"),
         ),
         *_layer_tensors(weights, stack, TALKER_PREFIX, matrix),
         _matrix(
-            "output.weight", (vocab, hidden), matrix, _loader(weights, "talker.codec_head.weight")
+            "output.weight",
+            (vocab, hidden),
+            matrix,
+            matrix.quant if matrix.more_bits is None else matrix.more_bits,
+            _loader(weights, "talker.codec_head.weight"),
         ),
     ]
     _write_stack(path, weights, stack, matrix, TALKER_PREFIX, "Qwen3-TTS talker", tensors)
@@ -67,16 +74,23 @@ def write_predictor(
     tensors = [
         # llama.cpp's qwen3 loader requires token_embd (and ties output to it); inputs are
         # always embedding rows, so a zero placeholder of the codebook's size does
-        _matrix("token_embd.weight", (vocab, hidden), matrix, lambda: np.zeros((vocab, hidden))),
+        _matrix(
+            "token_embd.weight",
+            (vocab, hidden),
+            matrix,
+            matrix.quant,
+            lambda: np.zeros((vocab, hidden)),
+        ),
         # ffn_down multiplies the MLP activations, which reach ~1.5e5 in the released predictor,
         # and llama.cpp's CPU matmul first converts the activations to the weights' partner
         # type: fp16 for F16 weights (overflows past 65504), Q8_0 blocks for Q8_0 weights (32
         # values share one scale, so a 1.5e5 outlier gives its 31 neighbours a step of ~1.2e3
-        # and rounds most of them to zero). So f16 keeps ffn_down F32 (llama.cpp's own
-        # converter keeps it F32 too), and q8_0 stores it BF16: lossless for the bf16 release,
-        # and bf16 activations keep each value's own exponent, rounded to what qwen-tts
-        # computes in when run in bf16. Measured (0.6B, 2 cores, q8_0 elsewhere): F32 86,
-        # BF16 73, Q8_0 68 ms a frame.
+        # and rounds most of them to zero), Q8_K blocks for k-quants (worse: 256 values share
+        # one scale). So f16 keeps ffn_down F32 (llama.cpp's own converter keeps it F32 too),
+        # and the quantized types store it BF16: lossless for the bf16 release, and bf16
+        # activations keep each value's own exponent, rounded to what qwen-tts computes in
+        # when run in bf16. Measured (0.6B, 2 cores, q8_0 elsewhere): F32 86, BF16 73, Q8_0
+        # 68 ms a frame.
         *_layer_tensors(
             weights, stack, PREDICTOR_PREFIX, matrix, wide_range_modules=("mlp.down_proj",)
         ),
@@ -144,7 +158,7 @@ def _layer_tensors(
     wide_range_modules: tuple[str, ...] = (),
 ) -> list[GgufTensor]:
     """Every block's tensors: norms (1-D) F32, `wide_range_modules` `matrix.wide_range`, the
-    other matrices `matrix`."""
+    other matrices as `matrix` stores them in layer i (`block_type`)."""
     tensors = []
     shapes = layer_shapes(stack)
     for i in range(stack.n_layer):
@@ -157,17 +171,39 @@ def _layer_tensors(
             elif module in wide_range_modules:
                 tensors.append(GgufTensor(name, shape, np.float32, load, matrix.wide_range))
             else:
-                tensors.append(_matrix(name, shape, matrix, load))
+                quant = block_type(matrix, gguf_name, i, stack.n_layer)
+                tensors.append(_matrix(name, shape, matrix, quant, load))
     return tensors
 
 
+def block_type(
+    matrix: MatrixType, tensor: str, layer: int, n_layer: int
+) -> gguf.GGMLQuantizationType | None:
+    """Block type of `tensor` (`attn_v`, …) in `layer` of `n_layer`: `matrix.more_bits` where
+    llama.cpp's Q4_K_M mix picks more bits, else `matrix.quant`."""
+    more = matrix.more_bits is not None and tensor in MORE_BITS_TENSORS
+    return matrix.more_bits if more and more_bits_layer(layer, n_layer) else matrix.quant
+
+
+def more_bits_layer(layer: int, n_layer: int) -> bool:
+    """The layers whose attn_v and ffn_down Q4_K_M stores in Q6_K: the first and last eighth
+    and every third between (llama.cpp `use_more_bits`, src/llama-quant.cpp, as vendored in
+    llama-cpp-python 0.3.36; tests/test_qwen3tts_convert.py checks it against llama.cpp)."""
+    eighth = n_layer // 8
+    return layer < eighth or layer >= 7 * n_layer // 8 or (layer - eighth) % 3 == 2
+
+
 def _matrix(
-    name: str, shape: tuple[int, ...], matrix: MatrixType, load: Callable[[], np.ndarray]
+    name: str,
+    shape: tuple[int, ...],
+    matrix: MatrixType,
+    quant: gguf.GGMLQuantizationType | None,
+    load: Callable[[], np.ndarray],
 ) -> GgufTensor:
-    """A weight matrix stored as `matrix` says. Quantized rows must be whole blocks (32 values
-    for Q8_0): every width of the released models is, but a matrix whose rows are not (the tiny
-    test models' 16-wide predictor) falls back to `matrix.dtype` (f16) rather than failing."""
-    quant = matrix.quant
+    """A weight matrix in block type `quant` (None: `matrix.dtype`). Quantized rows must be
+    whole blocks (32 values for Q8_0, 256 for the k-quants): every width of the released models
+    is, but a matrix whose rows are not (the tiny test models' 16- and 32-wide stacks) falls
+    back to `matrix.dtype` (f16) rather than failing."""
     if quant is not None and shape[-1] % gguf.GGML_QUANT_SIZES[quant][0]:
         _LOGGER.info(
             "%s: rows of %d values are not whole %s blocks; storing it as %s",
