@@ -329,13 +329,16 @@ def test_text_tokenizer_gguf(text_tokenizer: Any, converted: ConvertedQwen3TTS) 
     assert special == [config.tts_pad_id, config.tts_bos_id, config.tts_eos_id]
 
 
-def test_f16_conversion_keeps_predictor_ffn_down_f32(
+def test_f16_conversion_stores_predictor_ffn_down_bf16(
     snapshot: Path, tmp_path: Path, tables: dict[str, np.ndarray]
 ) -> None:
+    """ffn_down's activations exceed fp16: BF16 weights (the release's own values) make llama.cpp
+    convert them to bf16 instead; the placeholder head is one row (its logits are unused)."""
     result = convert(snapshot, tmp_path)
     types = tensor_types(result.code_predictor)
-    assert types["blk.0.ffn_down.weight"] == "F32" and types["blk.0.ffn_up.weight"] == "F16"
+    assert types["blk.0.ffn_down.weight"] == "BF16" and types["blk.0.ffn_up.weight"] == "F16"
     assert types["blk.0.attn_norm.weight"] == "F32"
+    assert read_gguf_metadata(result.code_predictor)["qwen3.vocab_size"] == 1
     with np.load(result.tables) as npz:
         assert npz["text_embeddings"].dtype == np.float16
         assert npz["predictor_heads"].dtype == np.float32
@@ -343,7 +346,7 @@ def test_f16_conversion_keeps_predictor_ffn_down_f32(
 
 
 def predictor_types(converted: ConvertedQwen3TTS, matrices: str) -> dict[str, str]:
-    """What a q8_0 conversion's predictor should hold: norms F32, ffn_down BF16 (its inputs
+    """What a quantized conversion's predictor should hold: norms F32, ffn_down BF16 (its inputs
     exceed fp16), the other matrices `matrices`."""
     names = tensor_types(converted.code_predictor)
     return {

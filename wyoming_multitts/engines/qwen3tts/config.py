@@ -64,7 +64,7 @@ class MatrixType:
     """Block type of the talker's and predictor's matrices; None: `dtype`."""
     wide_range: gguf.GGMLQuantizationType | None
     """Type of the predictor's `ffn_down`, whose inputs exceed fp16 (see
-    `gguf_files.write_predictor`); None: F32."""
+    `gguf_files.write_predictor`); None: F32 (the f32 type, exact)."""
     file_type: gguf.LlamaFileType
     """`general.file_type` of the talker and predictor GGUFs."""
     more_bits: gguf.GGMLQuantizationType | None = None
@@ -74,7 +74,9 @@ class MatrixType:
 
 
 MATRIX_TYPES = {
-    "f16": MatrixType(np.float16, None, None, gguf.LlamaFileType.MOSTLY_F16),
+    "f16": MatrixType(
+        np.float16, None, gguf.GGMLQuantizationType.BF16, gguf.LlamaFileType.MOSTLY_F16
+    ),
     "f32": MatrixType(np.float32, None, None, gguf.LlamaFileType.ALL_F32),
     "q8_0": MatrixType(
         np.float16,
@@ -100,11 +102,13 @@ MATRIX_TYPES = {
 read per step, which sets their CPU time (they are memory-bound): q8_0 is Q8_0 (blocks of 32
 8-bit values, 8.5 bits a weight), q6_k llama.cpp's Q6_K file (every matrix Q6_K, 6.56 bits)
 and q4_k its Q4_K_M mix, the usual 4-bit one (Q4_K, 4.5 bits; Q6_K for the output head and for
-attn_v and ffn_down in about half of the layers, `gguf_files.block_type`). In all three the
-predictor's `ffn_down` is BF16 and the tables f16 (rows are looked up, never multiplied).
-0.6B on 2 cores, raw loop, f16 / q8_0 / q6_k / q4_k: talker 26 / 20 / 17 / 14 ms a step,
-predictor 81 / 60 / 55 / 44 ms a frame; logits drift from f32 by 1e-3 / 3e-2 / 9e-2 / 2.5e-1 of
-their largest on random weights (docs/benchmarks.md, "4- and 6-bit options")."""
+attn_v and ffn_down in about half of the layers, `gguf_files.block_type`). In all but f32 the
+predictor's `ffn_down` is BF16 (f16 too: its activations overflow fp16) and the tables f16
+(rows are looked up, never multiplied). 0.6B on 2 cores, raw loop, f16 / q8_0 / q6_k / q4_k:
+talker 26 / 20 / 17 / 14 ms a step, predictor 81 / 60 / 55 / 44 ms a frame (f16 with its
+ffn_down still F32; BF16 makes it 1.15–1.19x faster); logits drift from f32 by 1e-3 / 3e-2 /
+9e-2 / 2.5e-1 of their largest on random weights (docs/benchmarks.md, "4- and 6-bit
+options")."""
 
 
 # ----------------------------------------------------------------------------------------------

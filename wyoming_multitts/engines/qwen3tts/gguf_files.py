@@ -35,6 +35,8 @@ _LOGGER = logging.getLogger(__name__)
 
 ARCH = "qwen3"
 """`general.architecture` of all three files."""
+PLACEHOLDER_ROWS = 1
+"""Rows of the code predictor's placeholder `token_embd` (`write_predictor`)."""
 END_OF_TEXT = "<|endoftext|>"
 """Qwen2's BOS and padding token (as llama.cpp's converter writes them); EOS is `<|im_end|>`."""
 MERGES_VERSION = "#version"
@@ -70,27 +72,28 @@ def write_predictor(
     path: Path, weights: SafetensorsFiles, stack: LmShape, matrix: MatrixType
 ) -> None:
     """code_predictor.gguf: a placeholder embedding and the stack (no output head)."""
-    hidden, vocab = stack.n_embd, stack.n_vocab
+    # llama.cpp's qwen3 loader requires token_embd and ties the output head to it; inputs are
+    # always embedding rows and the logits are never read, so one zero row does, and the head's
+    # matmul costs nothing (the codebook's 2048 rows read 4 MB a step in f16)
+    stack = dataclasses.replace(stack, n_vocab=PLACEHOLDER_ROWS)
+    hidden = stack.n_embd
     tensors = [
-        # llama.cpp's qwen3 loader requires token_embd (and ties output to it); inputs are
-        # always embedding rows, so a zero placeholder of the codebook's size does
         _matrix(
             "token_embd.weight",
-            (vocab, hidden),
+            (PLACEHOLDER_ROWS, hidden),
             matrix,
             matrix.quant,
-            lambda: np.zeros((vocab, hidden)),
+            lambda: np.zeros((PLACEHOLDER_ROWS, hidden)),
         ),
         # ffn_down multiplies the MLP activations, which reach ~1.5e5 in the released predictor,
         # and llama.cpp's CPU matmul first converts the activations to the weights' partner
         # type: fp16 for F16 weights (overflows past 65504), Q8_0 blocks for Q8_0 weights (32
         # values share one scale, so a 1.5e5 outlier gives its 31 neighbours a step of ~1.2e3
         # and rounds most of them to zero), Q8_K blocks for k-quants (worse: 256 values share
-        # one scale). So f16 keeps ffn_down F32 (llama.cpp's own converter keeps it F32 too),
-        # and the quantized types store it BF16: lossless for the bf16 release, and bf16
-        # activations keep each value's own exponent, rounded to what qwen-tts computes in
-        # when run in bf16. Measured (0.6B, 2 cores, q8_0 elsewhere): F32 86, BF16 73, Q8_0
-        # 68 ms a frame.
+        # one scale). So every type but f32 stores it BF16: lossless for the bf16 release, and
+        # bf16 activations keep each value's own exponent, rounded to what qwen-tts computes
+        # in when run in bf16 (its default on GPUs). Measured (0.6B, 2 cores, q8_0
+        # elsewhere): F32 86, BF16 73, Q8_0 68 ms a frame.
         *_layer_tensors(
             weights, stack, PREDICTOR_PREFIX, matrix, wide_range_modules=("mlp.down_proj",)
         ),
