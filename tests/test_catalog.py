@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from wyoming_multitts.__main__ import ARGS_ENV, parse_settings
+from wyoming_multitts.__main__ import ARGS_ENV, configure_thread_pools, parse_settings
 from wyoming_multitts.catalog import (
     DEFAULT_CATALOG,
     Catalog,
@@ -441,3 +442,19 @@ def test_data_dir_catalog_is_used_without_voices(tmp_path: Path) -> None:
     assert settings.download_dir == empty / "huggingface"
     explicit = parse_settings(["--data-dir", str(data), "--voices", "/etc/tts.yaml"])
     assert explicit.voices == Path("/etc/tts.yaml")
+
+
+def test_thread_pools_sleep_when_idle_unless_the_user_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Workers inherit these: OpenMP gets --threads and idle threads that sleep at once (two
+    runtimes spinning in turn made Qwen3-TTS 3-8x slower beside a busy neighbour)."""
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.setenv(name, "unchanged")  # restored afterwards
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    configure_thread_pools(3)
+    assert os.environ["OMP_NUM_THREADS"] == "3" and os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    configure_thread_pools(3)
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
