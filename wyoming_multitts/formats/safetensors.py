@@ -198,16 +198,19 @@ def load_module_tensors(
             f"{shown} does not hold the {what} its config.json describes: "
             f"missing {_some(missing)}, unexpected {_some(unexpected)}"
         )
-    with contextlib.ExitStack() as stack, torch.no_grad():
-        opened = {path: stack.enter_context(open(path, "rb")) for path in files}
-        for key, target in expected.items():
-            path, name, entry, data_start = sources[key]
-            if tuple(entry["shape"]) != tuple(target.shape):
-                raise EngineError(
-                    f"{path}: tensor {name} has shape {tuple(entry['shape'])}, the {what} "
-                    f"needs {tuple(target.shape)}"
-                )
-            target.copy_(_read_tensor(opened[path], name, entry, data_start))
+    try:
+        with contextlib.ExitStack() as stack, torch.no_grad():
+            opened = {path: stack.enter_context(open(path, "rb")) for path in files}
+            for key, target in expected.items():
+                path, name, entry, data_start = sources[key]
+                if tuple(entry["shape"]) != tuple(target.shape):
+                    raise EngineError(
+                        f"{path}: tensor {name} has shape {tuple(entry['shape'])}, the {what} "
+                        f"needs {tuple(target.shape)}"
+                    )
+                target.copy_(_read_tensor(opened[path], name, entry, data_start))
+    except OSError as err:
+        raise EngineError(f"cannot read {shown} ({err})") from err
     return len(expected)
 
 
