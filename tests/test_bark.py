@@ -43,6 +43,14 @@ AUDIO_TOLERANCE = 1e-5
 """Our EnCodec path (encodec package, weight norm folded) against transformers' EncodecModel on
 the same codes, absolute, audio peak ~0.14 (measured: 9e-8)."""
 GREEDY = {"text_temp": 0, "waveform_temp": 0, "fine_temp": 0}
+INT8_LOGITS_TOLERANCE = 0.02
+"""`weights: int8` against float32 on the same input: max |difference| over the logits' range,
+per stage (measured, semantic / coarse / fine: x86 kernels 0.010 / 0.007 / 0.005, qnnpack
+0.005 / 0.006 / 0.003; the full-size bark-small 0.02-0.035, docs/engines.md)."""
+QUANTIZED_ENGINES = [
+    name for name in ("x86", "qnnpack") if name in torch.backends.quantized.supported_engines
+]
+"""torch's int8 kernel sets: x86 (fbgemm) and ARM's (qnnpack, which x86 builds also have)."""
 
 
 def spec(**options: Any) -> ModelSpec:
@@ -415,6 +423,109 @@ def test_bad_options_are_named(engine: bark.Bark, tiny_dir: Path) -> None:
 def test_estimate_covers_weights_and_caches(tiny_dir: Path) -> None:
     weights = (tiny_dir / "pytorch_model.bin").stat().st_size
     assert weights < bark.estimate_bytes(spec(), paths(tiny_dir)) < 2 * weights
+
+
+# ----------------------------------------------------------------------------------------------
+# int8 weights
+
+
+@pytest.fixture(scope="module")
+def int8_engine(tiny_dir: Path) -> Iterator[bark.Bark]:
+    loaded = bark.load(spec(weights="int8"), paths(tiny_dir), CPU, 1)
+    yield loaded
+    loaded.close()
+
+
+@pytest.fixture(params=QUANTIZED_ENGINES)
+def quantized_engine(request: pytest.FixtureRequest) -> Iterator[str]:
+    """torch's int8 kernels set to `request.param` (a process-wide setting), then back."""
+    default = torch.backends.quantized.engine
+    torch.backends.quantized.engine = request.param
+    yield request.param
+    torch.backends.quantized.engine = default
+
+
+def _stage_logits(engine: bark.Bark, preset: bark_presets.Preset) -> list[torch.Tensor]:
+    """Each stage's logits on the prompts of a sentence: the semantic prefill, the first coarse
+    window, the fine window's first predicted codebook."""
+    rng = np.random.default_rng(0)
+    history = bark.BarkOptions().max_coarse_history
+    semantic = rng.integers(0, bark_presets.SEMANTIC_VOCAB_SIZE, bark_models.TINY_SEMANTIC_TOKENS)
+    semantic_history, coarse_history = bark_presets.coarse_history(preset, history)
+    coarse_window = bark_presets.coarse_window_input(
+        np.concatenate((semantic_history, semantic)), coarse_history, semantic_history.size, history
+    )
+    frames = bark_presets.coarse_steps(semantic.size) // bark_presets.N_COARSE_CODEBOOKS
+    coarse = rng.integers(0, bark_presets.CODEBOOK_SIZE, (bark_presets.N_COARSE_CODEBOOKS, frames))
+    fine_canvas, _, _ = bark_presets.fine_input(coarse, preset)
+    with torch.inference_mode():
+        prompt = bark_presets.semantic_input(engine.text_ids(TEXT), preset)
+        semantic_logits, _ = engine.semantic_model(
+            torch.from_numpy(prompt)[None], merge_context=True
+        )
+        coarse_logits, _ = engine.coarse_model(torch.from_numpy(coarse_window)[None])
+        window = torch.from_numpy(fine_canvas[: bark_presets.FINE_WINDOW])[None]
+        fine_logits = engine.fine_model(bark_presets.N_COARSE_CODEBOOKS, window)
+    return [semantic_logits, coarse_logits, fine_logits]
+
+
+def test_int8_quantizes_blocks_and_causal_heads_not_fine_heads(int8_engine: bark.Bark) -> None:
+    int8_linear = torch.ao.nn.quantized.dynamic.Linear
+    for stage in (int8_engine.semantic_model, int8_engine.coarse_model, int8_engine.fine_model):
+        modules = list(stage.layers.modules())
+        assert not any(isinstance(m, torch.nn.Linear) for m in modules)
+        int8 = [m for m in modules if isinstance(m, int8_linear)]
+        assert len(int8) == 4 * len(stage.layers)  # q/k/v, attention output, the MLP's two
+    assert isinstance(int8_engine.semantic_model.lm_head, int8_linear)
+    assert isinstance(int8_engine.coarse_model.lm_head, int8_linear)
+    fine = int8_engine.fine_model
+    assert all(type(head) is torch.nn.Linear for head in fine.lm_heads)
+    assert fine.lm_heads[0].weight is fine.input_embeds_layers[1].weight  # still tied
+
+
+def test_int8_logits_stay_near_float32(
+    engine: bark.Bark, tiny_dir: Path, quantized_engine: str
+) -> None:
+    int8_engine = bark.load(spec(weights="int8"), paths(tiny_dir), CPU, 1)
+    preset = engine.preset("en_speaker_6")
+    assert preset is not None
+    for exact, int8 in zip(_stage_logits(engine, preset), _stage_logits(int8_engine, preset)):
+        spread = float(exact.max() - exact.min())
+        assert 0 < float((int8 - exact).abs().max()) <= INT8_LOGITS_TOLERANCE * spread
+
+
+def test_int8_speaks_whole_frames(int8_engine: bark.Bark) -> None:
+    audio = speak(int8_engine, "Hello there.", voice())
+    assert audio.dtype == np.float32 and audio.shape == (24 * 320,)
+    assert np.isfinite(audio).all() and np.abs(audio).max() > 0
+    assert np.array_equal(audio, speak(int8_engine, "Hello there.", voice()))
+
+
+def test_weights_is_a_model_option(int8_engine: bark.Bark, tiny_dir: Path) -> None:
+    for value in ("int8", "float32"):
+        with pytest.raises(OptionError, match="weights is a model option, not a voice option"):
+            speak(int8_engine, "Hello.", voice(weights=value))
+    with pytest.raises(OptionError, match="weights must be one of float32, int8, not 'int4'"):
+        bark.load(spec(weights="int4"), paths(tiny_dir), CPU, 1)
+
+
+def test_int8_is_refused_off_the_cpu(tiny_dir: Path) -> None:
+    meta = Device(name="meta", llama_device=None, torch_device="meta")  # in every torch build
+    with pytest.raises(OptionError, match="weights: int8 runs on the CPU only .* not on meta"):
+        bark.load(spec(weights="int8"), paths(tiny_dir), meta, 1)
+
+
+def test_int8_estimate_saves_three_bytes_a_quantized_weight(tiny_dir: Path) -> None:
+    config = json.loads((tiny_dir / "config.json").read_text())
+    width, layers = bark_models.TINY_SHAPE.width, bark_models.TINY_SHAPE.layers
+    blocks = 3 * layers * 12 * width**2  # per layer 3 + 1 + 4 + 4 times width²
+    heads = width * sum(
+        config[key]["output_vocab_size"] for key in ("semantic_config", "coarse_acoustics_config")
+    )
+    exact = bark.estimate_bytes(spec(), paths(tiny_dir))
+    assert exact - bark.estimate_bytes(spec(weights="int8"), paths(tiny_dir)) == 3 * (
+        blocks + heads
+    )
 
 
 def test_files_are_the_release_layout(tiny_dir: Path) -> None:

@@ -1,7 +1,7 @@
 """Command line: `script/benchmark [--full-size] [--models-dir DIR] [--threads N] [--runs N]
 [--max-tokens N] [--max-frames N] [--text TEXT] [--voices-limit N] [--engine NAME]…
-[--json FILE]`, or `script/benchmark --text-front-end [--runs N]` (tools/bench/text.py), or
-`script/benchmark --create-speaker [--runs N]` (tools/bench/speaker.py).
+[--option NAME=VALUE]… [--json FILE]`, or `script/benchmark --text-front-end [--runs N]`
+(tools/bench/text.py), or `script/benchmark --create-speaker [--runs N]` (tools/bench/speaker.py).
 
 Run order: models; the server and, per model, a warm-up request (it loads the model); the raw
 ceiling worker; then `--runs` rounds of every voice × mode on a fresh connection followed by one
@@ -22,7 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 from types import FrameType
-from typing import Sequence
+from typing import Any, Sequence
+
+import yaml
 
 from wyoming_multitts.__main__ import configure_thread_pools
 
@@ -120,6 +122,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         choices=BENCHMARKED_ENGINES,
         help="benchmark only this engine's models (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a catalog option of every benchmarked model, the value read as YAML "
+        "(repeatable; e.g. --engine bark --option weights=int8)",
     )
     parser.add_argument(
         "--json", type=Path, metavar="FILE", help="also write every raw number to this file"
@@ -240,7 +250,7 @@ def run_benchmark(settings: BenchSettings, work: Path) -> Report:
     models_dir = settings.models_dir if settings.full_size else work / "models"
     source = ensure_models(settings.size, models_dir, settings.threads, settings.engines)
     catalog = write_bench_catalog(
-        source, work / BENCH_CATALOG, settings.max_tokens, settings.max_frames
+        source, work / BENCH_CATALOG, settings.max_tokens, settings.max_frames, settings.options
     )
     voices = benchmarked_voices(catalog, settings.voices_limit, settings.engines)
 
@@ -276,6 +286,12 @@ def parse_settings(argv: Sequence[str] | None) -> BenchSettings:
         parser.error(
             "--threads, --runs, --max-tokens, --max-frames and --voices-limit must be at least 1"
         )
+    options: dict[str, Any] = {}
+    for option in args.option:
+        name, equals, value = option.partition("=")
+        if not (name and equals):
+            parser.error(f"--option {option!r}: expected NAME=VALUE, e.g. weights=int8")
+        options[name] = yaml.safe_load(value)
     return BenchSettings(
         full_size=args.full_size,
         models_dir=args.models_dir,
@@ -286,6 +302,7 @@ def parse_settings(argv: Sequence[str] | None) -> BenchSettings:
         text=args.text,
         voices_limit=args.voices_limit,
         engines=tuple(args.engine or BENCHMARKED_ENGINES),
+        options=options,
         json_path=args.json,
     )
 

