@@ -303,19 +303,11 @@ def user_cache_dir() -> Path:
 
 def configure_thread_pools(threads: int) -> None:
     """BLAS and OpenMP pools before numpy/torch load: numpy's BLAS gets one thread (our numpy work
-    is tiny), OpenMP (torch, llama.cpp) gets `--threads`, and its idle threads sleep.
-
-    A worker holds two OpenMP runtimes (torch's bundled libgomp and llama.cpp's), which take
-    turns many times a frame. By default each one's threads spin for a while after their work
-    ends, taking the cores the other one's threads need next; beside any busy neighbour (Home
-    Assistant itself, another add-on) Qwen3-TTS then ran 3-8x slower (docs/benchmarks.md, "Idle
-    OpenMP threads sleep"). OMP_WAIT_POLICY=PASSIVE makes them sleep at once; a user's own
-    setting is kept.
-    """
+    is tiny), OpenMP (torch, llama.cpp) gets `--threads`. OpenMP's wait policy is left to the
+    environment (docs/benchmarks.md, "OpenMP's wait policy")."""
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
     os.environ["MKL_NUM_THREADS"] = "1"
     os.environ["OMP_NUM_THREADS"] = str(threads)
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def run() -> None:
