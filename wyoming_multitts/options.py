@@ -68,9 +68,16 @@ class VoiceOptions(Generic[ConfigT, SamplingT]):
     request)."""
 
     def __init__(
-        self, options: ConfigT, sampling: SamplingT, model_options: Mapping[str, Any]
+        self,
+        options: ConfigT,
+        sampling: SamplingT,
+        model_options: Mapping[str, Any],
+        model_only: tuple[str, ...] = (),
     ) -> None:
+        """`model_only`: options a voice may not set (they shape what is loaded, e.g. the weight
+        type)."""
         self._configs: tuple[object, ...] = (options,) if sampling is None else (options, sampling)
+        self._model_only = frozenset(model_only)
         check_option_names(model_options, *self._configs)
         self.model: Settings[ConfigT, SamplingT] = Settings(
             apply_options(options, model_options), _merged(sampling, model_options)
@@ -84,6 +91,9 @@ class VoiceOptions(Generic[ConfigT, SamplingT]):
         """The settings of voice `name` (its options over the model's), checked on first use."""
         key = f"{name} {sorted(voice_options.items())!r}"  # one entry per voice and options
         if key not in self._voices:
+            refused = sorted(self._model_only.intersection(voice_options))
+            if refused:
+                raise OptionError(f"{', '.join(refused)} is a model option, not a voice option")
             check_option_names(voice_options, *self._configs)
             model = self.model
             self._voices[key] = Settings(

@@ -221,7 +221,7 @@ class Bark:
     def __init__(
         self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
     ) -> None:
-        self._settings = VoiceOptions(BarkOptions(), None, model.options)
+        self._settings = VoiceOptions(BarkOptions(), None, model.options, ("weights",))
         self._presets_dir = paths["presets"]
         self._catalog_dir = model.source.parent if model.source else None
         self._presets: dict[str, Preset] = {}
@@ -459,8 +459,6 @@ class Bark:
         """Speak one sentence: the four stages one after the other, then its audio at once."""
         where = f"voice {voice.name}"
         stats = stats if stats is not None else PieceStats(voice.name)
-        if "weights" in voice.options:
-            raise OptionError("weights is a model option, not a voice option")
         options = self._settings.for_voice(voice.name, voice.options).options
         history = self.preset(voice.speaker)
         stats.prompt_tokens = SEMANTIC_HISTORY_TOKENS + 1  # merged text/history, infer token

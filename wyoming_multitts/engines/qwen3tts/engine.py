@@ -123,7 +123,9 @@ class Qwen3TTS:
             converted = convert_once(paths["model"], matrix_type)
             config = self.config = converted.config
             talker_defaults, option_defaults = generation_defaults(config)
-            self._settings = VoiceOptions(option_defaults, talker_defaults, model.options)
+            self._settings = VoiceOptions(
+                option_defaults, talker_defaults, model.options, ("matrix_type",)
+            )
             self._options = self._settings.model.options
             self._load_llama(converted, device, threads)
             self._tables = Qwen3Tables.read(converted.tables, config)
@@ -282,8 +284,6 @@ class Qwen3TTS:
         """Speak one text piece, yielding audio window by window as frames are generated."""
         where = f"voice {voice.name}"
         stats = stats if stats is not None else PieceStats(voice.name)
-        if "matrix_type" in voice.options:
-            raise EngineError("matrix_type is a model option, not a voice option")
         settings = self._settings.for_voice(voice.name, voice.options)
         options, sampling = settings.options, settings.sampling
 
