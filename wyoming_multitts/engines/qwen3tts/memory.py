@@ -1,10 +1,10 @@
 """What a loaded Qwen3-TTS model keeps resident, estimated before anything is converted or
 loaded: from the tensor shapes in the release's safetensors headers and the `matrix_type` they
-will be stored as (the registry's memory budget; measured in docs/benchmarks.md, "Qwen3-TTS:
-resident memory").
+will be stored as (the registry's memory budget; measured in docs/benchmarks.md, "Resident
+memory").
 
 What is resident, by the checkpoint tensor it comes from:
-* the talker's and predictor's matrices in the GGUFs, memory-mapped and read every step;
+* the talker's and predictor's matrices in the GGUFs, read into memory and used every step;
 * the predictor's heads (float32) and input rows, and the codec table (a float32 copy besides
   the talker's `token_embd`), all read every frame (`tables.py`);
 * not the text table: it is memory-mapped and only the rows of a request's text are read, and
@@ -24,6 +24,7 @@ import gguf
 import numpy as np
 
 from ...catalog import ModelSpec
+from ...codecs.qwen3_12hz import DECODER_PREFIX
 from ...errors import EngineError, VoiceError
 from ...formats.safetensors import SafetensorsFiles
 from ...options import apply_options
@@ -39,9 +40,8 @@ from .tables import (
 )
 
 SPEECH_TOKENIZER = Path("speech_tokenizer")
-DECODER_PREFIX = "decoder."
-"""The 12 Hz decoder's tensors in the speech tokenizer's safetensors (the encoder's stay on
-disk until a Base model clones a voice in context)."""
+"""The speech tokenizer's folder in the release: only its decoder is loaded (the encoder waits
+until a Base model clones a voice in context)."""
 PREDICTOR_WIDE_RANGE = "mlp.down_proj.weight"
 """The predictor matrices stored in `MatrixType.wide_range` (see `gguf_files.write_predictor`)."""
 KV_BYTES_PER_VALUE = 2
