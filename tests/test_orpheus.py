@@ -160,8 +160,13 @@ def test_user_text_cannot_inject_control_tokens(engine: orpheus.Orpheus) -> None
 
 
 def test_synthesis_streams_whole_frames_and_stops_on_cancel(engine: orpheus.Orpheus) -> None:
-    voice = VoiceSettings(name="t", speaker="tara", language="en", options={"seed": 3})
-    pieces = list(engine.synthesize("Hello there.", voice, threading.Event()))
+    # random weights may sample the stop token at once for a seed, and which seed does
+    # depends on the CPU's float rounding (seed 3 on AVX2 Zen 1): the first seed that speaks
+    for seed in range(4):
+        voice = VoiceSettings(name="t", speaker="tara", language="en", options={"seed": seed})
+        pieces = list(engine.synthesize("Hello there.", voice, threading.Event()))
+        if pieces:
+            break
     assert len(pieces) >= 2, "audio leaves window by window, not at the end"
     assert all(p.dtype == np.float32 and p.size % 2048 == 0 for p in pieces)
     assert pieces[0].size == 2048  # first window: one frame, as soon as it has its lookahead

@@ -20,7 +20,14 @@ from wyoming.tts import (
     SynthesizeVoice,
 )
 
-from .conftest import RunningServer, read_event, read_until, start_server, write_catalog
+from .conftest import (
+    READ_TIMEOUT,
+    RunningServer,
+    read_event,
+    read_until,
+    start_server,
+    write_catalog,
+)
 
 SAMPLES_PER_CHUNK = 1024  # the server's default --samples-per-chunk
 FRAME_SAMPLES = {
@@ -65,13 +72,17 @@ def types(events: list[Event]) -> list[str]:
 
 
 async def synthesize(
-    server: RunningServer, text: str, voice: str | None = "tiny-tara", speaker: str | None = None
+    server: RunningServer,
+    text: str,
+    voice: str | None = "tiny-tara",
+    speaker: str | None = None,
+    timeout: float = READ_TIMEOUT,
 ) -> list[Event]:
     """A plain synthesize request; events up to audio-stop (or error)."""
     async with server.client() as client:
         request_voice = SynthesizeVoice(name=voice, speaker=speaker) if voice else None
         await client.write_event(Synthesize(text=text, voice=request_voice).event())
-        return await read_until(client, "audio-stop")
+        return await read_until(client, "audio-stop", timeout)
 
 
 async def assert_closed_after_error(client, code: str) -> Event:  # type: ignore[no-untyped-def]
@@ -282,7 +293,12 @@ async def test_server_keeps_serving_after_bad_input(server: RunningServer) -> No
 async def test_six_concurrent_clients_all_get_their_audio(server: RunningServer) -> None:
     voices = [*FRAME_SAMPLES] * 2  # two clients per model: they queue, the models run in parallel
     texts = [f"Client number {i} says hello." for i in range(len(voices))]
-    results = await asyncio.gather(*(synthesize(server, t, v) for t, v in zip(texts, voices)))
+    # the last in a queue waits for its model's load and the request before it, while every
+    # other worker loads and speaks on the same 2 cores: minutes on a slow machine
+    crowd_timeout = len(voices) * READ_TIMEOUT
+    results = await asyncio.gather(
+        *(synthesize(server, t, v, timeout=crowd_timeout) for t, v in zip(texts, voices))
+    )
     for events in results:
         assert types(events) == ["audio-start", "audio-chunk", "audio-stop"]
     # one request at a time per model: the result does not depend on the crowd

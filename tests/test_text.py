@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Callable, TypeVar
 
 import pytest
 
@@ -72,18 +73,24 @@ _ADVERSARIAL_PATTERNS = [
 ]
 # fmt: on
 
-# Length of each adversarial text (characters), and the time a step may take on it: generous
-# for a slow, shared machine, while a quadratic step takes minutes at this length.
+_T = TypeVar("_T")
+
+# Length of each adversarial text (characters): a quadratic step takes minutes at this length.
 _ADVERSARIAL_CHARS = 200_000
-_ADVERSARIAL_SECONDS = 2.0
+
+# Linear time is checked by growth, not against a clock, so that a slower machine passes too:
+# a step given 4x the text may take at most 8x as long (linear: 4x, quadratic: 16x), or under
+# _FAST_SECONDS however it grows (at these lengths a quadratic step is far slower than that).
+_GROWTH_TEXT = 4
+_GROWTH_LIMIT = 8.0
+_FAST_SECONDS = 0.25
 
 # Length of the adversarial texts for the whole front end (over twice `--max-text-chars`): it
 # parses Markdown and spells numbers in Python, some 10 µs a character on the worst of them.
 _FRONT_END_CHARS = 50_000
 
-# A long stream for the splitter (characters), and the time it may take to split it.
+# A long stream for the splitter (characters).
 _LONG_STREAM_CHARS = 1 << 20
-_LONG_STREAM_SECONDS = 1.0
 
 # Piece length used with the adversarial texts (that of most engines).
 _ENGINE_MAX_CHARS = 200
@@ -127,6 +134,20 @@ def _random_chunks(text: str, seed: int, empty_chunks: int = 0) -> list[str]:
 def _repeated(pattern: str, n_chars: int) -> str:
     """The pattern repeated to exactly n_chars characters."""
     return (pattern * (n_chars // len(pattern) + 1))[:n_chars]
+
+
+def _seconds(step: Callable[[_T], object], argument: _T) -> float:
+    started = time.perf_counter()
+    step(argument)
+    return time.perf_counter() - started
+
+
+def _assert_linear(step: Callable[[str], object], pattern: str, n_chars: int) -> None:
+    """`step` on the pattern repeated to n_chars takes time linear in the length: it grows by
+    at most _GROWTH_LIMIT from a text _GROWTH_TEXT times shorter."""
+    short = _seconds(step, _repeated(pattern, n_chars // _GROWTH_TEXT))
+    full = _seconds(step, _repeated(pattern, n_chars))
+    assert full < max(_FAST_SECONDS, _GROWTH_LIMIT * short), (short, full)
 
 
 def _assert_valid_parts(text: str, parts: list[str], max_chars: int) -> None:
@@ -510,42 +531,39 @@ def test_pieces_never_truncate() -> None:
 
 @pytest.mark.parametrize("pattern", _ADVERSARIAL_PATTERNS)
 def test_front_end_takes_linear_time(pattern: str) -> None:
-    text = _repeated(pattern, _FRONT_END_CHARS)
-    started = time.perf_counter()
-    for sentence in spoken_sentences(text, _ENGLISH):
-        split_to_length(sentence, _ENGINE_MAX_CHARS)
-    assert time.perf_counter() - started < _ADVERSARIAL_SECONDS
+    def speak(text: str) -> None:
+        for sentence in spoken_sentences(text, _ENGLISH):
+            split_to_length(sentence, _ENGINE_MAX_CHARS)
+
+    _assert_linear(speak, pattern, _FRONT_END_CHARS)
 
 
 @pytest.mark.parametrize("pattern", ["- ", "|", "```\n", "1. ", "**a", "a. ", "\n", " "])
 def test_front_end_streamed_takes_linear_time(pattern: str) -> None:
-    text = _repeated(pattern, _FRONT_END_CHARS)
-    started = time.perf_counter()
-    front_end = TextFrontEnd(_ENGLISH)
-    for start in range(0, len(text), 3):
-        front_end.add(text[start : start + 3])
-    front_end.finish()
-    assert time.perf_counter() - started < _ADVERSARIAL_SECONDS
+    def stream(text: str) -> None:
+        front_end = TextFrontEnd(_ENGLISH)
+        for start in range(0, len(text), 3):
+            front_end.add(text[start : start + 3])
+        front_end.finish()
+
+    _assert_linear(stream, pattern, _FRONT_END_CHARS)
 
 
-@pytest.mark.parametrize("text", [" " * _ADVERSARIAL_CHARS, "x" * _ADVERSARIAL_CHARS])
-def test_split_to_length_takes_linear_time(text: str) -> None:
-    started = time.perf_counter()
-    parts = split_to_length(f"a{text}b", 10)
-    assert time.perf_counter() - started < _ADVERSARIAL_SECONDS
-    assert "".join(parts) == f"a{text}b".replace(" ", "")
+@pytest.mark.parametrize("pattern", [" ", "x"])
+def test_split_to_length_takes_linear_time(pattern: str) -> None:
+    _assert_linear(lambda text: split_to_length(f"a{text}b", 10), pattern, _ADVERSARIAL_CHARS)
+    text = _repeated(pattern, _ADVERSARIAL_CHARS)
+    assert "".join(split_to_length(f"a{text}b", 10)) == f"a{text}b".replace(" ", "")
 
 
 def test_splitter_takes_linear_time_on_long_stream() -> None:
-    text = _repeated(
-        "Hello there, this is one sentence. Is it? Yes! Dr. Who.\n\n", _LONG_STREAM_CHARS
-    )
-    started = time.perf_counter()
-    assert len(_stream([text])) > 0
-    assert time.perf_counter() - started < _LONG_STREAM_SECONDS
-    started = time.perf_counter()
-    assert len(_stream([""] * _EMPTY_CHUNKS + [text])) > 0
-    assert time.perf_counter() - started < _LONG_STREAM_SECONDS
+    pattern = "Hello there, this is one sentence. Is it? Yes! Dr. Who.\n\n"
+    _assert_linear(lambda text: _stream([text]), pattern, _LONG_STREAM_CHARS)
+    text = _repeated(pattern, _LONG_STREAM_CHARS)
+    alone = _seconds(_stream, [text])
+    # empty chunks cost a constant each: with 10,000 of them first it is hardly slower
+    after_empty = _seconds(_stream, [""] * _EMPTY_CHUNKS + [text])
+    assert after_empty < max(_FAST_SECONDS, 2 * alone), (alone, after_empty)
 
 
 # ---------------------------------------------------------------------------
