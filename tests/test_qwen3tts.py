@@ -28,6 +28,7 @@ from wyoming_multitts.engines.qwen3tts import prompt as qwen3_prompt
 from wyoming_multitts.engines.qwen3tts.tables import map_npz
 from wyoming_multitts.errors import EngineError, OptionError, VoiceError
 from wyoming_multitts.formats.safetensors import SafetensorsFiles
+from wyoming_multitts.stats import PieceStats
 
 from .test_qwen3tts_convert import run_oracle
 
@@ -276,6 +277,28 @@ def test_same_seed_same_codes(engine: qwen3tts.Qwen3TTS) -> None:
     assert np.array_equal(first, codes())
     assert not np.array_equal(first, codes(seed=7))
     assert not np.array_equal(first, codes(**GREEDY))
+
+
+def test_voice_rows_stay_cached_between_requests(engine: qwen3tts.Qwen3TTS) -> None:
+    """The role and codec tag rows are evaluated once for a run of requests in one voice, and
+    the audio is the same whether they came from the cache or not."""
+
+    def spoken(language: str) -> tuple[np.ndarray, PieceStats]:
+        stats = PieceStats("v")
+        settings = voice(language=language, max_frames=6)
+        audio = engine.synthesize("Hello there.", settings, threading.Event(), stats)
+        return np.concatenate(list(audio)), stats
+
+    prompt = engine.prompt("Hello there.", voice(), engine._options)
+    # before the text: role 3 and the tags; after it: tts_eos and codec_bos rows
+    assert prompt.voice_rows == len(prompt.rows) - prompt.text_tokens - 2
+    spoken("zh")  # another language tag: other voice rows in the cache
+    fresh, first = spoken("en")
+    again, second = spoken("en")
+    assert (first.cached_tokens, first.prompt_tokens) == (0, len(prompt.rows))
+    assert second.cached_tokens == prompt.voice_rows
+    assert second.prompt_tokens == len(prompt.rows) - prompt.voice_rows
+    np.testing.assert_array_equal(again, fresh)
 
 
 def test_cancel_stops_within_a_frame(

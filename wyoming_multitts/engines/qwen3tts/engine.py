@@ -155,6 +155,8 @@ class Qwen3TTS:
         self.sample_rate = self._codec.sample_rate
         self.last_codes = np.zeros((0, config.num_code_groups), np.int64)
         """The codes of the last text piece, (frames, num_code_groups) int64 (for tests)."""
+        self._cached_voice_rows = np.zeros((0, config.talker_hidden), np.float32)
+        """The voice rows (`Qwen3Prompt.voice_rows`) the talker's KV cache starts with."""
         _LOGGER.info(
             "%s: Qwen3-TTS %s %s, speakers %s",
             paths["model"],
@@ -268,6 +270,23 @@ class Qwen3TTS:
             return None
         return self._cloner.reference(voice, options)
 
+    def _prefill(self, prompt: Qwen3Prompt, stats: PieceStats) -> tuple[np.ndarray, np.ndarray]:
+        """Evaluate the prompt: its voice rows only when the cache does not start with them
+        already (then in a batch of their own, so the result is the same either way), then
+        the text rows; the logits and hidden state of the last row."""
+        voice = prompt.rows[: prompt.voice_rows]  # (V, H)
+        if np.array_equal(self._cached_voice_rows, voice):
+            self._talker.keep_prefix(len(voice))
+            stats.cached_tokens = len(voice)
+        else:
+            self._cached_voice_rows = voice[:0]  # nothing reusable until this prefill is done
+            self._talker.reset()
+            self._talker.decode_embeddings(voice)
+            self._cached_voice_rows = voice
+        rest = prompt.rows[len(voice) :]  # (P - V, H): at least one text row
+        stats.prompt_tokens = len(prompt.rows) - stats.cached_tokens
+        return self._talker.decode_embeddings(rest)
+
     def _next_input(self, codes: np.ndarray, text_side: np.ndarray) -> np.ndarray:
         """The talker's next input row (1, H): the 16 codebook embeddings plus the text side."""
         return self.frame_rows(codes[None]) + text_side  # (1, H) float32
@@ -293,9 +312,7 @@ class Qwen3TTS:
             prompt = self.prompt(text, voice, options, reference)
             piece = self._piece(prompt, reference, options, sampling, stats)
             stream = self._stream(piece, options)
-            self._talker.reset()
-            logits, hidden = self._talker.decode_embeddings(prompt.rows)
-        stats.prompt_tokens = len(prompt.rows)
+            logits, hidden = self._prefill(prompt, stats)
 
         # decode loop: code 0 from the talker, codes 1 … G-1 from the predictor, per frame
         if not (yield from self._decode(piece, stream, logits, hidden, cancel)):

@@ -66,6 +66,10 @@ class Qwen3Prompt:
     add tts_pad."""
     text_tokens: int
     """Tokens of the spoken text (bounds the frames)."""
+    voice_rows: int
+    """The first rows, before the text: instruction, role and codec tags (with a clone's
+    x-vector). They are the same in every request of a voice and instruction, so the talker's
+    KV cache keeps them from one request to the next."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,7 @@ def build_prompt(
     pieces.append(text_rows(tables, ids.role))  # (3, H)
     pieces.append(_tag_rows(tables, ids.codec_prefix, reference))
     text, trailing = _text_part(config, tables, ids.text, reference, streaming)
+    voice_rows = sum(len(piece) for piece in pieces)
     rows = np.concatenate(pieces + [text])  # (P, H) float32
     if len(rows) > PROMPT_ROWS_MAX:
         clone = (
@@ -191,7 +196,7 @@ def build_prompt(
             f"a text piece of {len(ids.text)} tokens is too long for the prompt "
             f"({len(rows)} of {PROMPT_ROWS_MAX} rows{clone})"
         )
-    return Qwen3Prompt(rows=rows, trailing=trailing, text_tokens=len(ids.text))
+    return Qwen3Prompt(rows, trailing, len(ids.text), voice_rows)
 
 
 def _tag_rows(
