@@ -268,8 +268,9 @@ class _Qwen3Runs:
     def measure(
         self, prompt_lengths: Sequence[int], cached_tokens: int, rng: np.random.Generator
     ) -> dict[str, Any]:
-        """(Qwen3-TTS caches no prefix: `cached_tokens` is always 0.)"""
-        return raw_qwen3.measure_run(self._raw, prompt_lengths, self._decode_frames, rng)
+        return raw_qwen3.measure_run(
+            self._raw, prompt_lengths, cached_tokens, self._decode_frames, rng
+        )
 
 
 class _BarkRuns:

@@ -6,6 +6,8 @@ and the code predictor from a fresh cache: 2 rows (talker hidden state, code-0 e
 sample. The ceiling does the same work with greedy argmax and fixed random input rows: what is
 left to the server's loop is sampling, the sum of the 16 codebook embeddings and Python.
 Tokens are counted as the server's `--stats-file` counts them: the 16 codes of a frame.
+Each run then decodes as many random frames with the 12 Hz decoder, in the engine's windows
+with its state carried (as a request's frames stream out): the decoder stage's raw loop.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any, Iterator, Sequence
 
 import llama_cpp
 import numpy as np
+import torch
 
 from wyoming_multitts.catalog import ModelSpec
+from wyoming_multitts.codecs.qwen3_12hz import Qwen3Codec12Hz, load_qwen3_codec
 from wyoming_multitts.engines.qwen3tts.config import Qwen3Options
 from wyoming_multitts.engines.qwen3tts.convert import convert_once
 from wyoming_multitts.engines.qwen3tts.predictor import PREFILL_ROWS, SINGLE_THREADED_MATMUL
@@ -44,6 +48,9 @@ class Qwen3Raw:
     """(2, predictor hidden) float32: the input of every predictor prefill."""
     code_rows: np.ndarray
     """(codebook, predictor hidden) float32: the input row of each predicted code."""
+    codec: Qwen3Codec12Hz
+    options: Qwen3Options
+    """The catalog's options: the decoder's windows (first_chunk_frames, max_chunk_frames)."""
 
     @property
     def codes_per_frame(self) -> int:
@@ -68,6 +75,25 @@ class Qwen3Raw:
                 decode_rows(predictor, self.code_rows[code][None], PREFILL_ROWS + i)
         return talked - started, time.perf_counter() - talked
 
+    def decode_stream(self, frames: int, rng: np.random.Generator) -> float:
+        """Seconds to decode `frames` random frames as the engine streams a request's: windows
+        of first_chunk_frames, doubling up to max_chunk_frames, the state carried."""
+        config = self.codec.config
+        codes = rng.integers(0, config.codebook_size, (frames, config.num_quantizers))  # (F, Q)
+        stream = self.codec.stream(
+            lambda first, end: codes[first:end],
+            None,
+            self.options.first_chunk_frames,
+            self.options.max_chunk_frames,
+        )
+        started = time.perf_counter()
+        for frame in range(1, frames + 1):  # as the engine pushes: after each frame
+            for _ in stream.push(frame):
+                pass
+        for _ in stream.finish(frames):
+            pass
+        return time.perf_counter() - started
+
 
 @contextlib.contextmanager
 def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> Iterator[Qwen3Raw]:
@@ -75,6 +101,7 @@ def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> I
     `model_dir`, converting it first if the server has not yet."""
     options = apply_options(Qwen3Options(), model.options)
     converted = convert_once(model_dir, options.matrix_type)
+    codec = load_qwen3_codec(model_dir / "speech_tokenizer", torch.device("cpu"))
     config = converted.config
     with np.load(converted.tables) as npz:
         heads = npz["predictor_heads"].astype(np.float32)  # (G-1, codebook, Hp)
@@ -98,6 +125,8 @@ def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> I
             rng.standard_normal((1, talker.n_embd), dtype=np.float32),
             rng.standard_normal((PREFILL_ROWS, predictor.n_embd), dtype=np.float32),
             rng.standard_normal((config.codebook_size, predictor.n_embd), dtype=np.float32),
+            codec,
+            options,
         )
 
 
@@ -106,27 +135,36 @@ def warm_up(raw: Qwen3Raw, rng: np.random.Generator) -> None:
     prefill(raw.talker, 8, rng)
     for position in (8, 9):
         raw.frame(position)
+    raw.decode_stream(raw.options.first_chunk_frames, rng)
 
 
 def measure_run(
-    raw: Qwen3Raw, prompt_lengths: Sequence[int], decode_frames: int, rng: np.random.Generator
+    raw: Qwen3Raw,
+    prompt_lengths: Sequence[int],
+    cached_rows: int,
+    decode_frames: int,
+    rng: np.random.Generator,
 ) -> dict[str, Any]:
-    """Prefill each prompt length (random rows) on a cleared cache, then `decode_frames` frames
-    after the longest; codes per second and the talker/predictor split per frame."""
+    """Prefill each prompt length (random rows) after `cached_rows` (the voice rows the server's
+    cache kept) on a cleared cache, then `decode_frames` frames after the longest, then decode
+    as many; codes per second and the talker/predictor/codec split per frame."""
     lengths = sorted(set(prompt_lengths))
     clock = cpu_clock()
-    prefill_s = {str(length): prefill(raw.talker, length, rng) for length in lengths}
+    prefill_s = {str(length): prefill(raw.talker, length, rng, cached_rows) for length in lengths}
     talker_s = predictor_s = 0.0
     for frame in range(decode_frames):
-        talked, predicted = raw.frame(lengths[-1] + frame)
+        talked, predicted = raw.frame(cached_rows + lengths[-1] + frame)
         talker_s += talked
         predictor_s += predicted
+    codec_s = raw.decode_stream(decode_frames, rng)
     return {
         "prefill_s": prefill_s,
+        "cached_tokens": cached_rows,
         "decode_tok_s": decode_frames * raw.codes_per_frame / (talker_s + predictor_s),
         "split_s_per_frame": {
             "talker": talker_s / decode_frames,
             "predictor": predictor_s / decode_frames,
+            "codec": codec_s / decode_frames,
         },
         "others_cores": others_cores(clock, cpu_clock()),
     }

@@ -228,7 +228,8 @@ def _split_table(summaries: list[tuple[Row, dict[str, Any]]]) -> list[str]:
         "## Stage split (ms per frame)",
         "",
         "Server: the engine's `split` log lines over the frames it generated; raw: the ceiling's "
-        "greedy frames (codec: its first window, per frame).",
+        "greedy frames, then as many random frames through the decoder in the engine's windows "
+        "(codec; where the ceiling has no such loop, its first window per frame).",
         "",
     ] + _table(["model", "voice", "mode", "stage", "server ms", "raw ms"], rows)
 

@@ -67,8 +67,9 @@ class Ceiling:
     first_audio_tokens: int
     """Tokens generated before the first audio: the first window's (Bark: the sentence's)."""
     split_s_per_frame: dict[str, float]
-    """Stage → seconds per frame of the raw decode (Qwen3-TTS: talker, predictor), plus the
-    codec's per frame of its first window; empty for single-stage engines."""
+    """Stage → seconds per frame of the raw decode (Qwen3-TTS: talker, predictor and the
+    decoder's stream; Bark: its stages, plus the codec's per frame of its first window); empty
+    for single-stage engines."""
     system_info: str
     raw: dict[str, Any]
     """Everything the `ceiling` process printed, per-run values included."""
@@ -132,6 +133,8 @@ def _raw_split(runs: list[dict[str, Any]], raw: dict[str, Any]) -> dict[str, flo
         )
         for stage in split_runs[0]["split_s_per_frame"]
     }
+    if "codec" in split:  # the decoder's own raw loop over the request's frames (Qwen3-TTS)
+        return split
     codec_runs = raw["codec"]["window_s_runs"]
     return {**split, "codec": statistics.median(codec_runs) / raw["first_window_frames"]}
 
