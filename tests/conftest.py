@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -27,6 +27,13 @@ READ_TIMEOUT = 60.0
 START_TIMEOUT = 60.0
 """Seconds the server may take to start listening."""
 TEST_THREADS = "2"
+GROWTH_TEXT = 4
+GROWTH_LIMIT = 8.0
+FAST_SECONDS = 0.25
+"""Linear time is checked by growth, not against a clock, so that a slower or busier machine
+passes too: a step given GROWTH_TEXT times the text may take at most GROWTH_LIMIT times as long
+(linear: 4x, quadratic: 16x), or under FAST_SECONDS however it grows (at the lengths tested, a
+quadratic step takes far longer than that)."""
 
 
 def free_port() -> int:
@@ -100,6 +107,23 @@ def start_server(
             time.sleep(0.1)
     process.kill()
     raise RuntimeError(f"server did not listen within {START_TIMEOUT} s:\n{log_path.read_text()}")
+
+
+def repeated(pattern: str, n_chars: int) -> str:
+    """The pattern repeated to exactly n_chars characters."""
+    return (pattern * (n_chars // len(pattern) + 1))[:n_chars]
+
+
+def assert_linear_time(step: Callable[[str], object], pattern: str, n_chars: int) -> None:
+    """`step` on `pattern` repeated to n_chars characters takes time linear in the length."""
+    times = []
+    for length in (n_chars // GROWTH_TEXT, n_chars):
+        text = repeated(pattern, length)
+        started = time.perf_counter()
+        step(text)
+        times.append(time.perf_counter() - started)
+    short, full = times
+    assert full < max(FAST_SECONDS, GROWTH_LIMIT * short), (pattern[:20], short, full)
 
 
 async def read_event(client: AsyncTcpClient, timeout: float = READ_TIMEOUT) -> Event | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Callable, TypeVar
+from typing import Callable
 
 import pytest
 
@@ -20,6 +20,8 @@ from wyoming_multitts.text import (
     spoken_sentences,
     spoken_words,
 )
+
+from .conftest import FAST_SECONDS, assert_linear_time, repeated
 
 # Seed for the random word soup, so a failure can be reproduced.
 _RANDOM_SEED = 1234
@@ -73,17 +75,9 @@ _ADVERSARIAL_PATTERNS = [
 ]
 # fmt: on
 
-_T = TypeVar("_T")
-
 # Length of each adversarial text (characters): a quadratic step takes minutes at this length.
 _ADVERSARIAL_CHARS = 200_000
 
-# Linear time is checked by growth, not against a clock, so that a slower machine passes too:
-# a step given 4x the text may take at most 8x as long (linear: 4x, quadratic: 16x), or under
-# _FAST_SECONDS however it grows (at these lengths a quadratic step is far slower than that).
-_GROWTH_TEXT = 4
-_GROWTH_LIMIT = 8.0
-_FAST_SECONDS = 0.25
 
 # Length of the adversarial texts for the whole front end (over twice `--max-text-chars`): it
 # parses Markdown and spells numbers in Python, some 10 µs a character on the worst of them.
@@ -131,23 +125,10 @@ def _random_chunks(text: str, seed: int, empty_chunks: int = 0) -> list[str]:
     return chunks
 
 
-def _repeated(pattern: str, n_chars: int) -> str:
-    """The pattern repeated to exactly n_chars characters."""
-    return (pattern * (n_chars // len(pattern) + 1))[:n_chars]
-
-
-def _seconds(step: Callable[[_T], object], argument: _T) -> float:
+def _seconds(step: Callable[[list[str]], object], chunks: list[str]) -> float:
     started = time.perf_counter()
-    step(argument)
+    step(chunks)
     return time.perf_counter() - started
-
-
-def _assert_linear(step: Callable[[str], object], pattern: str, n_chars: int) -> None:
-    """`step` on the pattern repeated to n_chars takes time linear in the length: it grows by
-    at most _GROWTH_LIMIT from a text _GROWTH_TEXT times shorter."""
-    short = _seconds(step, _repeated(pattern, n_chars // _GROWTH_TEXT))
-    full = _seconds(step, _repeated(pattern, n_chars))
-    assert full < max(_FAST_SECONDS, _GROWTH_LIMIT * short), (short, full)
 
 
 def _assert_valid_parts(text: str, parts: list[str], max_chars: int) -> None:
@@ -251,7 +232,7 @@ def test_splitter_same_sentences_whatever_the_chunking() -> None:
 
 @pytest.mark.parametrize("pattern", ["A. ", ". ", "。", "\n", "\r\n", "1. A ", "*a", "…x"])
 def test_splitter_same_sentences_whatever_the_chunking_adversarial(pattern: str) -> None:
-    text = _repeated(pattern, 300)
+    text = repeated(pattern, 300)
     expected = split_sentences(text)
     assert _stream(list(text)) == expected
     assert _stream(_random_chunks(text, seed=len(pattern))) == expected
@@ -535,7 +516,7 @@ def test_front_end_takes_linear_time(pattern: str) -> None:
         for sentence in spoken_sentences(text, _ENGLISH):
             split_to_length(sentence, _ENGINE_MAX_CHARS)
 
-    _assert_linear(speak, pattern, _FRONT_END_CHARS)
+    assert_linear_time(speak, pattern, _FRONT_END_CHARS)
 
 
 @pytest.mark.parametrize("pattern", ["- ", "|", "```\n", "1. ", "**a", "a. ", "\n", " "])
@@ -546,24 +527,24 @@ def test_front_end_streamed_takes_linear_time(pattern: str) -> None:
             front_end.add(text[start : start + 3])
         front_end.finish()
 
-    _assert_linear(stream, pattern, _FRONT_END_CHARS)
+    assert_linear_time(stream, pattern, _FRONT_END_CHARS)
 
 
 @pytest.mark.parametrize("pattern", [" ", "x"])
 def test_split_to_length_takes_linear_time(pattern: str) -> None:
-    _assert_linear(lambda text: split_to_length(f"a{text}b", 10), pattern, _ADVERSARIAL_CHARS)
-    text = _repeated(pattern, _ADVERSARIAL_CHARS)
+    assert_linear_time(lambda text: split_to_length(f"a{text}b", 10), pattern, _ADVERSARIAL_CHARS)
+    text = repeated(pattern, _ADVERSARIAL_CHARS)
     assert "".join(split_to_length(f"a{text}b", 10)) == f"a{text}b".replace(" ", "")
 
 
 def test_splitter_takes_linear_time_on_long_stream() -> None:
     pattern = "Hello there, this is one sentence. Is it? Yes! Dr. Who.\n\n"
-    _assert_linear(lambda text: _stream([text]), pattern, _LONG_STREAM_CHARS)
-    text = _repeated(pattern, _LONG_STREAM_CHARS)
+    assert_linear_time(lambda text: _stream([text]), pattern, _LONG_STREAM_CHARS)
+    text = repeated(pattern, _LONG_STREAM_CHARS)
     alone = _seconds(_stream, [text])
     # empty chunks cost a constant each: with 10,000 of them first it is hardly slower
     after_empty = _seconds(_stream, [""] * _EMPTY_CHUNKS + [text])
-    assert after_empty < max(_FAST_SECONDS, 2 * alone), (alone, after_empty)
+    assert after_empty < max(FAST_SECONDS, 2 * alone), (alone, after_empty)
 
 
 # ---------------------------------------------------------------------------
