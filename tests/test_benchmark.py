@@ -7,11 +7,13 @@ machine and its load, so no test asserts a timing.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from pathlib import Path
 
 import yaml
 
+from tools.bench.client import RequestTiming
 from tools.bench.models import _complete
 from tools.modelgen.__main__ import model_names
 from wyoming_multitts.catalog import load_catalog
@@ -141,3 +143,10 @@ def test_a_models_folder_lacking_a_newer_model_is_built_again(tmp_path: Path) ->
     del models["outetts-1.0-1b-random"], voices["outetts-1.0-1b-random-voice"]
     catalog.write_text(yaml.safe_dump({"models": models, "voices": voices}))
     assert not _complete(load_catalog(catalog), names)
+
+
+def test_a_request_without_audio_is_reported_not_fatal() -> None:
+    """A random model may write no audio code (OuteTTS 1.0 on some CPUs): its row shows an
+    infinite RTF and first audio at the end, and the other rows are still reported."""
+    timing = RequestTiming(ttfa_s=3.0, total_s=3.0, audio_s=0.0)
+    assert timing.rtf == math.inf

@@ -13,6 +13,7 @@ many cores other processes kept busy, and medians use the undisturbed runs when 
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence, TypeVar
@@ -169,8 +170,9 @@ class RequestRecord:
 
     @property
     def codec_s_per_audio_s(self) -> float:
-        """Codec seconds per second of audio."""
-        return sum(p.codec_s for p in self.pieces) / self.timing.audio_s
+        """Codec seconds per second of audio (infinite when there was none)."""
+        codec_s = sum(p.codec_s for p in self.pieces)
+        return codec_s / self.timing.audio_s if self.timing.audio_s else math.inf
 
 
 @dataclass(frozen=True)
