@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, TypeVar
 
 import numpy as np
 import pytest
@@ -27,6 +27,7 @@ READ_TIMEOUT = 60.0
 START_TIMEOUT = 60.0
 """Seconds the server may take to start listening."""
 TEST_THREADS = "2"
+ArgumentT = TypeVar("ArgumentT")
 GROWTH_TEXT = 4
 GROWTH_LIMIT = 8.0
 FAST_SECONDS = 0.25
@@ -114,15 +115,17 @@ def repeated(pattern: str, n_chars: int) -> str:
     return (pattern * (n_chars // len(pattern) + 1))[:n_chars]
 
 
+def seconds(step: Callable[[ArgumentT], object], argument: ArgumentT) -> float:
+    """Wall-clock seconds of `step(argument)`."""
+    started = time.perf_counter()
+    step(argument)
+    return time.perf_counter() - started
+
+
 def assert_linear_time(step: Callable[[str], object], pattern: str, n_chars: int) -> None:
     """`step` on `pattern` repeated to n_chars characters takes time linear in the length."""
-    times = []
-    for length in (n_chars // GROWTH_TEXT, n_chars):
-        text = repeated(pattern, length)
-        started = time.perf_counter()
-        step(text)
-        times.append(time.perf_counter() - started)
-    short, full = times
+    short = seconds(step, repeated(pattern, n_chars // GROWTH_TEXT))
+    full = seconds(step, repeated(pattern, n_chars))
     assert full < max(FAST_SECONDS, GROWTH_LIMIT * short), (pattern[:20], short, full)
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
-from typing import Callable
 
 import pytest
 
@@ -21,7 +19,7 @@ from wyoming_multitts.text import (
     spoken_words,
 )
 
-from .conftest import FAST_SECONDS, assert_linear_time, repeated
+from .conftest import FAST_SECONDS, assert_linear_time, repeated, seconds
 
 # Seed for the random word soup, so a failure can be reproduced.
 _RANDOM_SEED = 1234
@@ -123,12 +121,6 @@ def _random_chunks(text: str, seed: int, empty_chunks: int = 0) -> list[str]:
     for _ in range(empty_chunks):
         chunks.insert(rng.randint(0, len(chunks)), "")
     return chunks
-
-
-def _seconds(step: Callable[[list[str]], object], chunks: list[str]) -> float:
-    started = time.perf_counter()
-    step(chunks)
-    return time.perf_counter() - started
 
 
 def _assert_valid_parts(text: str, parts: list[str], max_chars: int) -> None:
@@ -541,9 +533,9 @@ def test_splitter_takes_linear_time_on_long_stream() -> None:
     pattern = "Hello there, this is one sentence. Is it? Yes! Dr. Who.\n\n"
     assert_linear_time(lambda text: _stream([text]), pattern, _LONG_STREAM_CHARS)
     text = repeated(pattern, _LONG_STREAM_CHARS)
-    alone = _seconds(_stream, [text])
+    alone = seconds(_stream, [text])
     # empty chunks cost a constant each: with 10,000 of them first it is hardly slower
-    after_empty = _seconds(_stream, [""] * _EMPTY_CHUNKS + [text])
+    after_empty = seconds(_stream, [""] * _EMPTY_CHUNKS + [text])
     assert after_empty < max(FAST_SECONDS, 2 * alone), (alone, after_empty)
 
 

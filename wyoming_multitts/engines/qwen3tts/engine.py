@@ -275,17 +275,17 @@ class Qwen3TTS:
         already (then in a batch of their own, so the result is the same either way), then
         the text rows; the logits and hidden state of the last row."""
         voice = prompt.rows[: prompt.voice_rows]  # (V, H)
-        if np.array_equal(self._cached_voice_rows, voice):
-            self._talker.keep_prefix(len(voice))
-            stats.cached_tokens = len(voice)
+        cached = len(voice) if np.array_equal(self._cached_voice_rows, voice) else 0
+        if cached:
+            self._talker.keep_prefix(cached)
         else:
             self._cached_voice_rows = voice[:0]  # nothing reusable until this prefill is done
             self._talker.reset()
             self._talker.decode_embeddings(voice)
             self._cached_voice_rows = voice
-        rest = prompt.rows[len(voice) :]  # (P - V, H): at least one text row
-        stats.prompt_tokens = len(prompt.rows) - stats.cached_tokens
-        return self._talker.decode_embeddings(rest)
+        stats.cached_tokens = cached
+        stats.prompt_tokens = len(prompt.rows) - cached
+        return self._talker.decode_embeddings(prompt.rows[len(voice) :])  # at least 1 text row
 
     def _next_input(self, codes: np.ndarray, text_side: np.ndarray) -> np.ndarray:
         """The talker's next input row (1, H): the 16 codebook embeddings plus the text side."""
