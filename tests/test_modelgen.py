@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -15,6 +16,8 @@ from tools.modelgen import orpheus
 from tools.modelgen.__main__ import main, model_names
 from tools.modelgen.files import atomic_path
 from tools.modelgen.gguf_lm import (
+    OUTPUT_NORM_LIFT,
+    RESIDUAL_OUTPUTS,
     QuantizeError,
     Vocab,
     byte_level_vocab,
@@ -198,6 +201,33 @@ def test_micro_models_evaluate(name: str, tmp_path: Path) -> None:
     assert ("blk.1.attn_q.bias" in names) == shape.qkv_bias
     assert ("blk.1.attn_k_norm.weight" in names) == shape.qk_norm
     _assert_evaluates(llama_cpp, path)
+
+
+def test_favoured_tokens_win_after_every_token(tmp_path: Path) -> None:
+    """The lift survives the layers (none writes to its dimension) and the output norm weighs it
+    up: after any input token, llama.cpp's most likely next token is a favoured one."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    shape = dataclasses.replace(MICRO_SHAPES["llama-tied"], n_layer=8)
+    favoured = range(100, 164)
+    path = tmp_path / "favoured.gguf"
+    write_lm_gguf(path, shape, _micro_vocab("llama-bpe"), seed=0, favoured_tokens=favoured)
+    tensors = {tensor.name: np.asarray(tensor.data) for tensor in gguf.GGUFReader(path).tensors}
+    for layer in range(shape.n_layer):
+        for kind in RESIDUAL_OUTPUTS:
+            weight = tensors[f"blk.{layer}.{kind}"]  # (n_embd, n_in): row 0 writes dimension 0
+            assert not weight[0].any() and weight[1:].any()
+    assert tensors["output_norm.weight"][0] == OUTPUT_NORM_LIFT
+    llm = llama_cpp.Llama(str(path), n_ctx=64, n_threads=N_THREADS, verbose=False)
+    try:
+        for token in range(0, MICRO_VOCAB, 7):
+            llm.reset()
+            llm.eval([300, token])
+            logits = np.ctypeslib.as_array(
+                llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(MICRO_VOCAB,)
+            )  # (n_vocab,) float32
+            assert int(np.argmax(logits)) in favoured, token
+    finally:
+        llm.close()
 
 
 def test_same_seed_same_file(tmp_path: Path) -> None:
