@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import Iterator
 
 import gguf
+import llama_cpp
 import numpy as np
 import pytest
 
 from tools.modelgen.gguf_lm import byte_level_vocab, write_lm_gguf
 from tools.modelgen.orpheus import BOS_ID, EOS_ID
 from tools.modelgen.wavtokenizer import TINY_WAVTOKENIZER, write_tiny_wavtokenizer
-from wyoming_multitts.devices import CPU
+from wyoming_multitts.devices import CPU, Device
 from wyoming_multitts.errors import LlamaError
 from wyoming_multitts.formats.gguf import LmShape, read_gguf_tensors
-from wyoming_multitts.llm import LlamaModel, TokenRows
+from wyoming_multitts.llm import LlamaModel, TokenRows, flash_attention
 
 THREADS = 2
 N_CTX = 64
@@ -69,6 +70,14 @@ def vocoder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaModel]:
     model = LlamaModel(path, CPU, n_ctx=8, threads=THREADS, embeddings=True)
     yield model
     model.close()
+
+
+def test_flash_attention_is_off_on_the_cpu_only() -> None:
+    """ggml's CPU flash attention was 2.4x slower to prefill deep in a cached prompt
+    (llm.flash_attention); an accelerator keeps llama.cpp's own choice."""
+    assert flash_attention(CPU) == llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    gpu = Device(name="cuda:0", llama_device="CUDA0", torch_device="cuda:0")
+    assert flash_attention(gpu) == llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
 
 
 def test_keep_prefix_keeps_the_cached_prefix(orpheus: LlamaModel) -> None:
