@@ -19,7 +19,8 @@ from wyoming_multitts.engines.outetts import dialects
 from wyoming_multitts.engines.outetts import engine as outetts
 from wyoming_multitts.engines.outetts.prompt10 import DEFAULT_SAMPLING
 from wyoming_multitts.errors import EngineError, OptionError, SpeakerError
-from wyoming_multitts.formats.gguf import gguf_kv_cache_bytes
+from wyoming_multitts.formats.gguf import gguf_attention_scores_bytes, gguf_kv_cache_bytes
+from wyoming_multitts.llm import DEFAULT_BATCH
 from wyoming_multitts.stats import PieceStats
 
 MODEL = "outetts-1.0-tiny"
@@ -122,6 +123,7 @@ def test_memory_estimate_holds_the_dac_and_its_window_buffers(tiny_models: Path)
     paths = files(tiny_models)
     gguf, dac = paths["model"].stat().st_size, paths["vocoder"].stat().st_size
     kv = gguf_kv_cache_bytes(paths["model"], 6144)  # 1.0's n_ctx
+    kv += gguf_attention_scores_bytes(paths["model"], 6144, DEFAULT_BATCH)  # and the scores
     buffers = outetts.estimate_bytes(model_spec(tiny_models), paths) - gguf - kv - dac
     # windows of 84 frames; measured on the tiny DAC: +7.5 MB at 21 frames, +11 MB at 100
     assert 11e6 < buffers < 30e6

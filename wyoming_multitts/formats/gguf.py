@@ -55,6 +55,8 @@ GGML_MAX_DIMS = 4
 """Most dimensions a ggml tensor has (`GGML_MAX_DIMS`, ggml.h in llama-cpp-python 0.3.36)."""
 KV_CACHE_BYTES_PER_VALUE = 2
 """f16 K and V: llama.cpp's default cache type."""
+ATTENTION_SCORE_BYTES = 4
+"""float32 attention scores (K·Q, then softmax) in llama.cpp's graph without flash attention."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -397,8 +399,8 @@ def _gguf_read_value(file: BinaryIO, value_type: int, arrays: bool = False) -> A
     return struct.unpack(fmt, file.read(struct.calcsize(fmt)))[0]
 
 
-def gguf_kv_cache_bytes(path: Path, n_ctx: int) -> int:
-    """Bytes of an f16 KV cache of `n_ctx` tokens for the GGUF at `path` (read from its header)."""
+def _attention_shape(path: Path) -> tuple[int, int, int, int]:
+    """(n_layer, n_head, n_head_kv, head_dim) of the GGUF at `path`, from its header."""
     metadata = read_gguf_metadata(path)
 
     def value(key: str, default: Any = None) -> Any:
@@ -409,9 +411,25 @@ def gguf_kv_cache_bytes(path: Path, n_ctx: int) -> int:
         return metadata[key]
 
     arch = value("general.architecture")
-    n_layer = int(value(f"{arch}.block_count"))
     n_embd = int(value(f"{arch}.embedding_length"))
     n_head = int(value(f"{arch}.attention.head_count"))
-    n_head_kv = int(value(f"{arch}.attention.head_count_kv", n_head))
-    head_dim = int(value(f"{arch}.attention.key_length", n_embd // n_head))
+    return (
+        int(value(f"{arch}.block_count")),
+        n_head,
+        int(value(f"{arch}.attention.head_count_kv", n_head)),
+        int(value(f"{arch}.attention.key_length", n_embd // n_head)),
+    )
+
+
+def gguf_kv_cache_bytes(path: Path, n_ctx: int) -> int:
+    """Bytes of an f16 KV cache of `n_ctx` tokens for the GGUF at `path` (read from its header)."""
+    n_layer, _, n_head_kv, head_dim = _attention_shape(path)
     return 2 * n_layer * n_ctx * n_head_kv * head_dim * KV_CACHE_BYTES_PER_VALUE
+
+
+def gguf_attention_scores_bytes(path: Path, n_ctx: int, n_batch: int) -> int:
+    """Bytes of the float32 attention scores (n_ctx x n_batch x heads) that plain attention
+    keeps in llama.cpp's compute buffer when a batch of `n_batch` tokens is evaluated `n_ctx`
+    deep: what a CPU context (no flash attention, `llm.flash_attention`) touches at most."""
+    _, n_head, _, _ = _attention_shape(path)
+    return n_ctx * n_batch * n_head * ATTENTION_SCORE_BYTES

@@ -29,8 +29,8 @@ from ...catalog import ModelSpec
 from ...codecs.windowed import StreamWindows, WindowedDecoder
 from ...devices import Device
 from ...errors import EngineError, context
-from ...formats.gguf import gguf_kv_cache_bytes
-from ...llm import LlamaModel
+from ...formats.gguf import gguf_attention_scores_bytes, gguf_kv_cache_bytes
+from ...llm import DEFAULT_BATCH, LlamaModel
 from ...options import VoiceOptions, apply_options
 from ...sampling import Sampler
 from ...stats import PieceStats
@@ -107,13 +107,16 @@ def default_options(version: str) -> OuteOptions:
 
 
 def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
-    """The GGUF, the KV cache of the context and the codec (weights and buffers). Before
-    loading, the vocoder's kind stands for the version; the load checks that they agree."""
+    """The GGUF, the KV cache of the context, the attention scores of a prefill batch as deep
+    as the context (a speaker profile makes prompts thousands of tokens long) and the codec
+    (weights and buffers). Before loading, the vocoder's kind stands for the version; the load
+    checks that they agree."""
     version = version_of_vocoder(paths["vocoder"])
     options = apply_options(default_options(version), model.options)
     kv_bytes = gguf_kv_cache_bytes(paths["model"], options.n_ctx)
+    scores_bytes = gguf_attention_scores_bytes(paths["model"], options.n_ctx, DEFAULT_BATCH)
     codec_bytes = VERSIONS[version].codec.estimate_bytes(paths["vocoder"], options.windows)
-    return paths["model"].stat().st_size + kv_bytes + codec_bytes
+    return paths["model"].stat().st_size + kv_bytes + scores_bytes + codec_bytes
 
 
 class OuteTTS:
