@@ -123,12 +123,13 @@ def test_memory_estimate_holds_the_dac_and_its_window_buffers(tiny_models: Path)
     paths = files(tiny_models)
     gguf, dac = paths["model"].stat().st_size, paths["vocoder"].stat().st_size
     kv = gguf_kv_cache_bytes(paths["model"], 6144)  # 1.0's n_ctx
-    kv += gguf_attention_scores_bytes(paths["model"], 6144, DEFAULT_BATCH)  # and the scores
-    buffers = outetts.estimate_bytes(model_spec(tiny_models), paths) - gguf - kv - dac
+    scores = gguf_attention_scores_bytes(paths["model"], 6144, DEFAULT_BATCH)
+    llm = gguf + kv + scores
+    buffers = outetts.estimate_bytes(model_spec(tiny_models), paths) - llm - dac
     # windows of 84 frames; measured on the tiny DAC: +7.5 MB at 21 frames, +11 MB at 100
     assert 11e6 < buffers < 30e6
     larger = outetts.estimate_bytes(model_spec(tiny_models, max_chunk_codes=500), paths)
-    assert larger - gguf - kv - dac > 2 * buffers  # windows of 520 frames
+    assert larger - llm - dac > 2 * buffers  # windows of 520 frames
 
 
 # ----------------------------------------------------------------------------------------------
