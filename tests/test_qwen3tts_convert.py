@@ -20,6 +20,7 @@ from typing import Any, Iterator
 import gguf
 import numpy as np
 import pytest
+import torch
 
 from tools.modelgen import qwen3tts
 from tools.modelgen.gguf_lm import quantize_gguf
@@ -27,6 +28,8 @@ from wyoming_multitts.catalog import parse_catalog
 from wyoming_multitts.devices import resolve_device
 from wyoming_multitts.engines.qwen3tts.checkpoint import LAYER_TENSORS, PREDICTOR_PREFIX
 from wyoming_multitts.engines.qwen3tts.convert import ConvertedQwen3TTS, convert
+from wyoming_multitts.engines.qwen3tts.predictor import head_logits, torch_heads
+from wyoming_multitts.engines.qwen3tts.tables import map_npz
 from wyoming_multitts.errors import ConvertError
 from wyoming_multitts.formats.gguf import read_gguf_metadata
 from wyoming_multitts.formats.safetensors import SafetensorsFiles
@@ -341,7 +344,7 @@ def test_f16_conversion_stores_predictor_ffn_down_bf16(
     assert read_gguf_metadata(result.code_predictor)["qwen3.vocab_size"] == 1
     with np.load(result.tables) as npz:
         assert npz["text_embeddings"].dtype == np.float16
-        assert npz["predictor_heads"].dtype == np.float32
+        assert npz["predictor_heads"].dtype == np.float16
         _close(npz["text_embeddings"], tables["text_embeddings"], 1e-3)
 
 
@@ -367,8 +370,25 @@ def test_q8_0_conversion_quantizes_the_matrices(
     assert read_gguf_metadata(converted_q8.talker)["general.file_type"] == q8_0
     with np.load(converted_q8.tables) as npz:
         assert npz["text_embeddings"].dtype == np.float16
-        assert npz["predictor_heads"].dtype == np.float32
+        assert npz["predictor_heads"].dtype == np.float16
         _close(npz["codec_embeddings"], tables["codec_embeddings"], 1e-3)
+
+
+def test_f16_heads_give_the_f32_heads_logits(
+    converted_q8: ConvertedQwen3TTS, tables: dict[str, np.ndarray]
+) -> None:
+    """Every conversion but f32 stores the heads f16 and applies them in torch with the state
+    rounded to f16: logits within 1e-3 of the f32 heads' (float64 product), same best code."""
+    f16_heads = torch_heads(map_npz(converted_q8.tables)["predictor_heads"])
+    assert f16_heads.dtype == torch.float16
+    states = np.random.default_rng(0).standard_normal((4, f16_heads.shape[-1]), dtype=np.float32)
+    for i in range(len(f16_heads)):
+        for state in states:  # (Hp,)
+            expected = tables["predictor_heads"][i].astype(np.float64) @ state  # (codebook,)
+            logits = head_logits(f16_heads, i, state)
+            assert logits.dtype == np.float32
+            _close(logits, expected, 1e-3)
+            assert np.argmax(logits) == np.argmax(expected)
 
 
 def test_q8_0_talker_logits_stay_close_to_f32(

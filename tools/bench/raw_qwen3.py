@@ -2,7 +2,7 @@
 
 Per frame the server runs one talker step (one embedding row in; logits and hidden state out)
 and the code predictor from a fresh cache: 2 rows (talker hidden state, code-0 embedding), then
-14 single rows, each followed by its numpy head (the heads are tables, not in the GGUF) and a
+14 single rows, each followed by its head in torch (the heads are tables, not in the GGUF) and a
 sample. The ceiling does the same work with greedy argmax and fixed random input rows: what is
 left to the server's loop is sampling, the sum of the 16 codebook embeddings and Python.
 Tokens are counted as the server's `--stats-file` counts them: the 16 codes of a frame.
@@ -26,7 +26,8 @@ from wyoming_multitts.catalog import ModelSpec
 from wyoming_multitts.codecs.qwen3_12hz import Qwen3Codec12Hz, load_qwen3_codec
 from wyoming_multitts.engines.qwen3tts.config import Qwen3Options
 from wyoming_multitts.engines.qwen3tts.convert import convert_once
-from wyoming_multitts.engines.qwen3tts.predictor import PREFILL_ROWS, SINGLE_THREADED_MATMUL
+from wyoming_multitts.engines.qwen3tts.predictor import PREFILL_ROWS, head_logits, torch_heads
+from wyoming_multitts.engines.qwen3tts.tables import map_npz
 from wyoming_multitts.options import apply_options
 
 from .machine import cpu_clock, others_cores
@@ -39,8 +40,8 @@ class Qwen3Raw:
 
     talker: RawLm
     predictor: RawLm
-    heads: np.ndarray
-    """(G-1, codebook, predictor hidden) float32: one head per predicted code."""
+    heads: torch.Tensor
+    """(G-1, codebook, predictor hidden), the conversion's dtype: one head per predicted code."""
     codebook_size: int
     talker_row: np.ndarray
     """(1, talker hidden) float32: the input of every talker step."""
@@ -68,9 +69,9 @@ class Qwen3Raw:
         predictor = self.predictor
         llama_cpp.llama_memory_clear(predictor.memory, True)
         decode_rows(predictor, self.predictor_rows, 0)
-        for i, head in enumerate(self.heads):
+        for i in range(len(self.heads)):
             state = last_hidden(predictor)  # (Hp,)
-            code = int(np.argmax(np.einsum(SINGLE_THREADED_MATMUL, head, state[None])[0]))
+            code = int(np.argmax(head_logits(self.heads, i, state)))
             if i + 1 < len(self.heads):
                 decode_rows(predictor, self.code_rows[code][None], PREFILL_ROWS + i)
         return talked - started, time.perf_counter() - talked
@@ -103,8 +104,7 @@ def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> I
     converted = convert_once(model_dir, options.matrix_type)
     codec = load_qwen3_codec(model_dir / "speech_tokenizer", torch.device("cpu"))
     config = converted.config
-    with np.load(converted.tables) as npz:
-        heads = npz["predictor_heads"].astype(np.float32)  # (G-1, codebook, Hp)
+    heads = torch_heads(map_npz(converted.tables)["predictor_heads"])  # (G-1, codebook, Hp)
     rng = np.random.default_rng(0)
     with contextlib.ExitStack() as stack:
         talker = stack.enter_context(raw_lm(converted.talker, n_ctx, threads, rows=True))

@@ -49,7 +49,7 @@ from .tables import write_tables
 
 _LOGGER = logging.getLogger(__name__)
 
-CONVERTER_VERSION = 2
+CONVERTER_VERSION = 3
 """Bump when the output changes: every cached conversion is then rebuilt on next load."""
 
 MANIFEST = "qwen3tts.json"

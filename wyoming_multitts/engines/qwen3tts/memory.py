@@ -5,8 +5,8 @@ memory").
 
 What is resident, by the checkpoint tensor it comes from:
 * the talker's and predictor's matrices in the GGUFs, read into memory and used every step;
-* the predictor's heads (float32) and input rows, and the codec table (a float32 copy besides
-  the talker's `token_embd`), all read every frame (`tables.py`);
+* the predictor's heads and input rows (as the tables store them), and the codec table (a
+  float32 copy besides the talker's `token_embd`), all read every frame (`tables.py`);
 * not the text table: it is memory-mapped and only the rows of a request's text are read, and
   `text_projection` is folded into it at conversion;
 * the 12 Hz decoder (and a Base model's speaker encoder) as float32 torch modules;
@@ -47,7 +47,7 @@ PREDICTOR_WIDE_RANGE = "mlp.down_proj.weight"
 KV_BYTES_PER_VALUE = 2
 """The talker's KV cache is f16 (llama.cpp's default cache type)."""
 FLOAT32_BYTES = 4
-"""Norms, biases, the heads, the codec table's copy and the torch modules."""
+"""Norms, biases, small_to_mtp_projection, the codec table's copy and the torch modules."""
 WORKING_BYTES = 500_000_000
 """The worker's own Python, torch and llama.cpp (~240 MB before any model), llama.cpp's
 compute buffers and torch's decode activations: what the 0.6B's worker held at its peak beyond
@@ -86,10 +86,10 @@ def _resident_bytes(name: str, shape: tuple[int, ...], matrix: MatrixType) -> in
     values = math.prod(shape)
     if name.startswith((TEXT_EMBEDDING, TEXT_PROJECTION)):
         return 0  # folded into the mapped text table, of which a request reads a few rows
-    if name.startswith((PREDICTOR_HEADS, MTP_PROJECTION)):
+    if name.startswith(MTP_PROJECTION):
         return FLOAT32_BYTES * values  # multiplied with in numpy
-    if name.startswith(f"{PREDICTOR_PREFIX}.codec_embedding"):
-        return values * np.dtype(matrix.dtype).itemsize  # the predictor's input rows (tables)
+    if name.startswith((PREDICTOR_HEADS, f"{PREDICTOR_PREFIX}.codec_embedding")):
+        return values * np.dtype(matrix.dtype).itemsize  # the predictor's heads and input rows
     if name == CODEC_EMBEDDING:
         return math.ceil(values * (_matrix_bytes(matrix.quant, matrix.dtype) + FLOAT32_BYTES))
     if len(shape) < 2:

@@ -1,10 +1,13 @@
 """The code predictor's part of a frame: from the talker's last hidden state and code 0, codes
-1 … G-1, one llama.cpp step each from a fresh cache, with the heads applied in numpy (the heads
+1 … G-1, one llama.cpp step each from a fresh cache, with the heads applied in torch (the heads
 are tables, not in the GGUF; docs/engines.md, "Qwen3-TTS: architecture")."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+import torch
 
 from ...llm import LlamaModel
 from ...sampling import Sampler
@@ -13,18 +16,38 @@ from .tables import Qwen3Tables
 PREFILL_ROWS = 2
 """The predictor's first input: the talker's hidden state and the embedding of code 0."""
 SINGLE_THREADED_MATMUL = "ij,nj->ni"
-"""einsum of the per-step products (predictor heads, small_to_mtp_projection): numpy's own loop
-on this thread. A BLAS call (`@`) leaves OpenBLAS's threads spinning for a while, and on a CPU
-that llama.cpp's threads already fill, that made the predictor 3.3x slower (0.6B, 2 cores:
-348 ms instead of 105 ms a frame); einsum costs ~0.5 ms a head."""
+"""einsum of `small_to_mtp_projection` (1.7B): numpy's own loop on this thread. A BLAS call
+(`@`) leaves OpenBLAS's threads spinning for a while, and on a CPU that llama.cpp's threads
+already fill, that made the predictor 3.3x slower (0.6B, 2 cores: 348 ms instead of 105 ms a
+frame)."""
+
+
+def torch_heads(heads: np.ndarray) -> torch.Tensor:
+    """The heads (G-1, codebook, Hp) as a torch tensor over the same memory (the tables' read-only
+    map, which torch never writes to)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+        return torch.from_numpy(heads)
+
+
+def head_logits(heads: torch.Tensor, index: int, state: np.ndarray) -> np.ndarray:
+    """Logits (codebook,) float32 of head `index` for the predictor's hidden state (Hp,).
+
+    torch's matrix-vector product in the heads' dtype (f16 unless the conversion is f32; the
+    state rounded to it, as ggml rounds activations for its f16 matrices) reads half the bytes of
+    float32 on all cores: 0.6B, 2 cores, 15 heads a frame, 59 ms a frame for the predictor
+    against 65 with float32 heads in numpy (docs/benchmarks.md, "Qwen3-TTS")."""
+    vector = torch.from_numpy(state).to(heads.dtype)  # (Hp,)
+    return torch.mv(heads[index], vector).float().numpy()  # (codebook,)
 
 
 class CodePredictor:
-    """The code predictor's stack (llama.cpp, owned by the engine) and its numpy tables."""
+    """The code predictor's stack (llama.cpp, owned by the engine), its heads and numpy tables."""
 
     def __init__(self, model: LlamaModel, tables: Qwen3Tables, num_code_groups: int) -> None:
         self._model = model
         self._tables = tables
+        self._heads = torch_heads(tables.heads)  # (G-1, codebook, Hp)
         self._groups = num_code_groups
 
     def _project(self, rows: np.ndarray) -> np.ndarray:
@@ -46,8 +69,7 @@ class CodePredictor:
         rows = self._project(np.stack([hidden, tables.codec[code0]]))  # (2, Hp)
         for i in range(len(codes) - 1):
             _, state = model.decode_embeddings(rows)  # (Hp,)
-            logits = np.einsum(SINGLE_THREADED_MATMUL, tables.heads[i], state[None])[0]
-            codes[i + 1] = sampler.sample(logits)  # logits (codebook,)
+            codes[i + 1] = sampler.sample(head_logits(self._heads, i, state))  # (codebook,)
             if i + 2 < len(codes):
                 table = tables.predictor[i]  # (codebook, H)
                 rows = self._project(table[codes[i + 1]][None].astype(np.float32))

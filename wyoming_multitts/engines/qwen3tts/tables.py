@@ -1,8 +1,8 @@
 """tables.npz, the numpy side of a converted Qwen3-TTS model, written and read here: the text
 table pre-folded through `text_projection`, the `tts_pad/bos/eos` embeddings, the codec
 embedding, the code predictor's input tables and heads, and `small_to_mtp_projection` when the
-predictor is narrower than the talker (1.7B). Rows are looked up, so they keep the
-`matrix_type`'s dtype; what is multiplied with in numpy is float32.
+predictor is narrower than the talker (1.7B). Rows are looked up and the heads multiplied with
+in torch, so they keep the `matrix_type`'s dtype; what is multiplied with in numpy is float32.
 
 The engine memory-maps the file rather than reading it: the folded text table (151,936 rows,
 311 MB in f16 for the 0.6B) is looked up a few dozen rows a request, so only those pages become
@@ -60,7 +60,7 @@ class Qwen3Tables:
     predictor: np.ndarray
     """(G-1, codebook, H) f16 or f32: the input rows of codes 1 … G-1."""
     heads: np.ndarray
-    """(G-1, codebook, Hp) float32: the predictor's output heads."""
+    """(G-1, codebook, Hp) f16 or f32: the predictor's output heads."""
     mtp_weight: np.ndarray | None
     """(Hp, H) float32 small_to_mtp_projection, or None when the predictor is as wide."""
     mtp_bias: np.ndarray | None
@@ -79,7 +79,7 @@ class Qwen3Tables:
             tts_eos=npz["tts_eos_embedding"].astype(np.float32),
             codec=npz["codec_embeddings"].astype(np.float32),
             predictor=npz["predictor_embeddings"],
-            heads=npz["predictor_heads"].astype(np.float32, copy=False),  # f32 as written
+            heads=npz["predictor_heads"],
             mtp_weight=npz["mtp_projection_weight"].astype(np.float32) if mtp else None,
             mtp_bias=npz["mtp_projection_bias"].astype(np.float32) if mtp else None,
         )
@@ -150,7 +150,8 @@ def _write_tables_as(
     fold = TextProjection.read(weights)
     groups = config.num_code_groups - 1
     with NpzWriter(path) as npz:
-        # looked up row by row: stored as `dtype`; multiplied with in numpy: float32
+        # looked up row by row, or the heads (multiplied with in torch): stored as `dtype`;
+        # multiplied with in numpy: float32
         npz.add_chunks(
             "text_embeddings",
             (config.text_vocab, config.talker_hidden),
@@ -177,7 +178,7 @@ def _write_tables_as(
         npz.add_chunks(
             "predictor_heads",
             (groups, config.codebook_size, config.predictor_hidden),
-            np.float32,
+            dtype,
             (weights.get(f"{PREDICTOR_HEADS}.{i}.weight") for i in range(groups)),
         )
         if config.has_mtp_projection:
