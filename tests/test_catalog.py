@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
-from wyoming_multitts.__main__ import ARGS_ENV, configure_thread_pools, parse_settings
+from wyoming_multitts.__main__ import (
+    ARGS_ENV,
+    configure_thread_pools,
+    parse_settings,
+    request_huge_pages,
+)
 from wyoming_multitts.catalog import (
     DEFAULT_CATALOG,
     Catalog,
@@ -455,3 +460,24 @@ def test_thread_pools_get_the_threads_and_keep_the_users_wait_policy(
     configure_thread_pools(3)
     assert os.environ["OMP_NUM_THREADS"] == "3" and os.environ["OPENBLAS_NUM_THREADS"] == "1"
     assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (None, "glibc.malloc.hugetlb=1"),
+        ("glibc.malloc.arena_max=2", "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"),
+        ("glibc.malloc.hugetlb=0", "glibc.malloc.hugetlb=0"),  # the user's choice stays
+    ],
+)
+def test_workers_ask_for_huge_pages(
+    monkeypatch: pytest.MonkeyPatch, before: str | None, after: str
+) -> None:
+    """Workers inherit GLIBC_TUNABLES: malloc madvises huge pages for the weights llama.cpp
+    reads (docs/benchmarks.md, "Huge pages"), added to the user's tunables, never over theirs."""
+    if before is None:
+        monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    else:
+        monkeypatch.setenv("GLIBC_TUNABLES", before)
+    request_huge_pages()
+    assert os.environ["GLIBC_TUNABLES"] == after  # monkeypatch restores `before` afterwards

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from wyoming_multitts.__main__ import configure_thread_pools
+from wyoming_multitts.__main__ import configure_thread_pools, request_huge_pages
 
 from . import speaker
 from . import text as text_front_end
@@ -324,9 +324,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    # The server sets these pools itself; the ceiling process inherits them from here, so both
-    # run llama.cpp and torch with the same thread settings.
+    # The server sets these pools and huge pages itself; the ceiling process inherits them from
+    # here, so both run llama.cpp and torch with the same thread and memory settings.
     configure_thread_pools(settings.threads)
+    request_huge_pages()
     # SIGTERM unwinds like an error, so the server and the ceiling worker are stopped too
     signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
