@@ -35,6 +35,10 @@ FAST_SECONDS = 0.25
 passes too: a step given GROWTH_TEXT times the text may take at most GROWTH_LIMIT times as long
 (linear: 4x, quadratic: 16x), or under FAST_SECONDS however it grows (at the lengths tested, a
 quadratic step takes far longer than that)."""
+TIMING_TRIES = 3
+"""The longer text is timed up to this many times and its fastest run counts: a busy neighbour
+only slows a run down (the suite once failed so beside a model build), while a quadratic step
+fails every try."""
 
 
 def free_port() -> int:
@@ -125,8 +129,14 @@ def seconds(step: Callable[[ArgumentT], object], argument: ArgumentT) -> float:
 def assert_linear_time(step: Callable[[str], object], pattern: str, n_chars: int) -> None:
     """`step` on `pattern` repeated to n_chars characters takes time linear in the length."""
     short = seconds(step, repeated(pattern, n_chars // GROWTH_TEXT))
-    full = seconds(step, repeated(pattern, n_chars))
-    assert full < max(FAST_SECONDS, GROWTH_LIMIT * short), (pattern[:20], short, full)
+    limit = max(FAST_SECONDS, GROWTH_LIMIT * short)
+    text = repeated(pattern, n_chars)
+    full = seconds(step, text)
+    for _ in range(TIMING_TRIES - 1):
+        if full < limit:
+            break
+        full = min(full, seconds(step, text))
+    assert full < limit, (pattern[:20], short, full)
 
 
 async def read_event(client: AsyncTcpClient, timeout: float = READ_TIMEOUT) -> Event | None:
