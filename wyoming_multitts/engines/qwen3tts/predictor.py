@@ -35,8 +35,8 @@ def head_logits(heads: torch.Tensor, index: int, state: np.ndarray) -> np.ndarra
 
     torch's matrix-vector product in the heads' dtype (f16 unless the conversion is f32; the
     state rounded to it, as ggml rounds activations for its f16 matrices) reads half the bytes of
-    float32 on all cores: 0.6B, 2 cores, 15 heads a frame, 59 ms a frame for the predictor
-    against 65 with float32 heads in numpy (docs/benchmarks.md, "Qwen3-TTS")."""
+    float32 on all cores: 0.6B, 2 cores, 15 heads a frame, 62 ms a frame for the predictor
+    against 66 with float32 heads in numpy (docs/benchmarks.md, "Huge pages")."""
     vector = torch.from_numpy(state).to(heads.dtype)  # (Hp,)
     return torch.mv(heads[index], vector).float().numpy()  # (codebook,)
 
