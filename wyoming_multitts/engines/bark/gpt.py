@@ -32,9 +32,6 @@ MERGED_CONTEXT = 256
 """Semantic prefill: positions 0..255 take the sum of the text token's and the history token's
 embeddings (suno `merge_context=True`), so a 513-token input fills 257 positions."""
 
-KVCache = list[tuple[torch.Tensor, torch.Tensor]]
-"""Per layer: keys and values (1, heads, T, head_dim) of every position so far."""
-
 
 @dataclass(frozen=True)
 class GPTConfig:
@@ -71,6 +68,34 @@ class GPTConfig:
         )
 
 
+class KVCache:
+    """A causal stage's keys and values, allocated once for its block_size positions; each
+    forward call writes its new positions in place.
+
+    Growing them with `torch.cat` made a fresh copy of every layer's keys and of its values
+    each step (~2 MB each at 600 positions in bark-small), and touching that new memory cost
+    ~3 ms a layer: 72 % of a coarse step (docs/benchmarks.md, "Bark small")."""
+
+    def __init__(self, config: GPTConfig, like: torch.Tensor) -> None:
+        """Empty; `like` gives the dtype and device."""
+        head_dim = config.hidden_size // config.num_heads
+        shape = (config.num_layers, 2, 1, config.num_heads, config.block_size, head_dim)
+        self._keys_values = like.new_empty(shape)
+        self.length = 0
+        """Positions held; the forward call in progress writes after them."""
+
+    def store(
+        self, layer: int, keys: torch.Tensor, values: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write `layer`'s keys and values (1, heads, T, head_dim) of the positions after
+        `length`; return its keys and values of every position so far (views)."""
+        end = self.length + keys.shape[2]
+        held = self._keys_values[layer, :, :, :, :end]  # (2, 1, heads, end, head_dim)
+        held[0, :, :, self.length :] = keys
+        held[1, :, :, self.length :] = values
+        return held[0], held[1]
+
+
 class LayerNorm(nn.Module):
     """LayerNorm whose bias may be absent (torch's needs one when elementwise_affine is on)."""
 
@@ -94,21 +119,21 @@ class SelfAttention(nn.Module):
         self.causal = causal
 
     def forward(
-        self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None = None
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-        """Output (B, T, C) and this layer's keys and values including `past`."""
+        self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0
+    ) -> torch.Tensor:
+        """Output (B, T, C); with a `cache`, after the positions it holds, which this call
+        extends by T in its `layer`."""
         batch, length, width = x.shape
         q, k, v = self.att_proj(x).split(width, dim=2)  # each (B, T, C)
         heads = (batch, length, self.num_heads, width // self.num_heads)
         q, k, v = (t.view(heads).transpose(1, 2) for t in (q, k, v))  # each (B, nh, T, hs)
-        if past is not None:
-            k = torch.cat((past[0], k), dim=2)  # (B, nh, past + T, hs)
-            v = torch.cat((past[1], v), dim=2)
-        # with a cache the new positions are the last ones: a single query sees every key
-        causal = self.causal and past is None
+        # after held positions the new ones are the last: a single query sees every key
+        causal = self.causal and (cache is None or cache.length == 0)
+        if cache is not None:
+            k, v = cache.store(layer, k, v)  # each (B, nh, held + T, hs)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # (B, nh, T, hs)
         y = y.transpose(1, 2).reshape(batch, length, width)  # (B, T, C)
-        return self.out_proj(y), (k, v)
+        return self.out_proj(y)
 
 
 class MLP(nn.Module):
@@ -138,11 +163,10 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(
-        self, x: torch.Tensor, past: tuple[torch.Tensor, torch.Tensor] | None = None
-    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
-        attended, present = self.attn(self.layernorm_1(x), past)
-        x = x + attended
-        return x + self.mlp(self.layernorm_2(x)), present
+        self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0
+    ) -> torch.Tensor:
+        x = x + self.attn(self.layernorm_1(x), cache, layer)
+        return x + self.mlp(self.layernorm_2(x))
 
 
 class CausalGPT(nn.Module):
@@ -160,7 +184,8 @@ class CausalGPT(nn.Module):
     def forward(
         self, ids: torch.Tensor, cache: KVCache | None = None, merge_context: bool = False
     ) -> tuple[torch.Tensor, KVCache]:
-        """Logits (output_vocab,) after `ids` (1, T) int64, and the cache extended by them.
+        """Logits (output_vocab,) after `ids` (1, T) int64, and `cache` (a new one if None)
+        extended by them.
 
         `merge_context` (prefill only): the first 2 × MERGED_CONTEXT ids are text and history,
         summed position by position."""
@@ -175,18 +200,18 @@ class CausalGPT(nn.Module):
             )  # (1, T - 256, C)
         else:
             embeds = self.input_embeds_layer(ids)  # (1, T, C)
-        start = 0 if cache is None else cache[0][0].shape[2]
-        length = embeds.shape[1]
+        if cache is None:
+            cache = KVCache(self.config, embeds)
+        start, length = cache.length, embeds.shape[1]
         if start + length > self.config.block_size:
             raise ValueError(f"{start + length} positions exceed block_size")
         positions = torch.arange(start, start + length, device=ids.device)  # (T,)
         x = embeds + self.position_embeds_layer(positions)  # (1, T, C)
-        new_cache: KVCache = []
         for index, layer in enumerate(self.layers):
-            x, present = layer(x, None if cache is None else cache[index])
-            new_cache.append(present)
+            x = layer(x, cache, index)
+        cache.length = start + length
         x = self.layernorm_final(x[:, -1])  # (1, C): only the last position is needed
-        return self.lm_head(x)[0], new_cache  # (output_vocab,)
+        return self.lm_head(x)[0], cache  # (output_vocab,)
 
 
 class FineGPT(nn.Module):
@@ -221,7 +246,7 @@ class FineGPT(nn.Module):
         for index in range(codebook + 1):  # the codebooks up to the predicted one
             x = x + self.input_embeds_layers[index](codes[:, :, index])  # (1, T, C)
         for layer in self.layers:
-            x, _ = layer(x)
+            x = layer(x)
         x = self.layernorm_final(x)  # (1, T, C)
         return self.lm_heads[codebook - self.config.n_codes_given](x)[0]  # (T, output_vocab)
 
