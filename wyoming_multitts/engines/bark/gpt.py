@@ -73,8 +73,8 @@ class KVCache:
     forward call writes its new positions in place.
 
     Growing them with `torch.cat` made a fresh copy of every layer's keys and of its values
-    each step (~2 MB each at 600 positions in bark-small), and touching that new memory cost
-    ~3 ms a layer: 72 % of a coarse step (docs/benchmarks.md, "Bark small")."""
+    each step (~2 MB each at 600 positions in bark-small): a coarse step there took ~25 ms
+    against 22 now (docs/benchmarks.md, "Every engine on the Zen 5 machine")."""
 
     def __init__(self, config: GPTConfig, like: torch.Tensor) -> None:
         """Empty; `like` gives the dtype and device."""
