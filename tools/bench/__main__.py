@@ -1,7 +1,8 @@
 """Command line: `script/benchmark [--full-size] [--models-dir DIR] [--threads N] [--runs N]
 [--max-tokens N] [--max-frames N] [--text TEXT] [--voices-limit N] [--engine NAME]…
-[--option NAME=VALUE]… [--json FILE]`, or `script/benchmark --text-front-end [--runs N]`
-(tools/bench/text.py), or `script/benchmark --create-speaker [--runs N]` (tools/bench/speaker.py).
+[--option NAME=VALUE]… [--device DEVICE] [--json FILE]`, or
+`script/benchmark --text-front-end [--runs N]` (tools/bench/text.py), or
+`script/benchmark --create-speaker [--runs N]` (tools/bench/speaker.py).
 
 Run order: models; the server and, per model, a warm-up request (it loads the model); the raw
 ceiling worker; then `--runs` rounds of every voice × mode on a fresh connection followed by one
@@ -132,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(repeatable; e.g. --engine bark --option weights=int8)",
     )
     parser.add_argument(
+        "--device",
+        metavar="DEVICE",
+        help="every benchmarked model's device, for the server and the raw ceiling alike: "
+        "cpu, cuda[:N], … (default: the catalog's, auto)",
+    )
+    parser.add_argument(
         "--json", type=Path, metavar="FILE", help="also write every raw number to this file"
     )
     return parser
@@ -250,7 +257,12 @@ def run_benchmark(settings: BenchSettings, work: Path) -> Report:
     models_dir = settings.models_dir if settings.full_size else work / "models"
     source = ensure_models(settings.size, models_dir, settings.threads, settings.engines)
     catalog = write_bench_catalog(
-        source, work / BENCH_CATALOG, settings.max_tokens, settings.max_frames, settings.options
+        source,
+        work / BENCH_CATALOG,
+        settings.max_tokens,
+        settings.max_frames,
+        settings.options,
+        settings.device,
     )
     voices = benchmarked_voices(catalog, settings.voices_limit, settings.engines)
 
@@ -303,6 +315,7 @@ def parse_settings(argv: Sequence[str] | None) -> BenchSettings:
         voices_limit=args.voices_limit,
         engines=tuple(args.engine or BENCHMARKED_ENGINES),
         options=options,
+        device=args.device,
         json_path=args.json,
     )
 

@@ -39,7 +39,7 @@ from wyoming_multitts.catalog import ModelSpec, load_catalog
 from wyoming_multitts.codecs.encodec24 import Encodec24Decoder
 from wyoming_multitts.codecs.qwen3_12hz import load_qwen3_codec
 from wyoming_multitts.codecs.snac24 import SnacDecoder
-from wyoming_multitts.devices import CPU, set_torch_threads
+from wyoming_multitts.devices import Device, resolve_device, set_torch_threads, torch_device_for
 from wyoming_multitts.engines.bark import checkpoint as bark_checkpoint
 from wyoming_multitts.engines.bark import engine as bark
 from wyoming_multitts.engines.orpheus import engine as orpheus
@@ -62,7 +62,6 @@ SNAC_CODES_PER_FRAME = (1, 2, 4)
 """Codes per frame of SNAC's three levels (vq_strides 4, 2, 1)."""
 SNAC_CODEBOOK_SIZE = 4096
 SEED = 1
-CPU_TORCH = torch.device("cpu")
 
 
 def measure_run(
@@ -108,12 +107,14 @@ class CodecWindow:
     `frame_tokens × first_window_frames` (Bark: every semantic token of the sentence)."""
 
 
-def orpheus_window(model: ModelSpec, threads: int) -> CodecWindow:
+def orpheus_window(model: ModelSpec, threads: int, device: Device) -> CodecWindow:
     """Orpheus: SNAC, `first_chunk_frames + context_right` frames of 7 tokens."""
     options = apply_options(orpheus.OrpheusOptions(), model.options)
     frames = options.first_chunk_frames + options.context_right
     set_torch_threads(threads)
-    decoder = SnacDecoder(_local_path(model, "codec"), CPU_TORCH, options.codec_noise)
+    decoder = SnacDecoder(
+        _local_path(model, "codec"), torch_device_for(device), options.codec_noise
+    )
     rng = np.random.default_rng(SEED)
     levels = [
         rng.integers(0, SNAC_CODEBOOK_SIZE, size=frames * per_frame)  # (F,), (2F,), (4F,) int64
@@ -129,7 +130,7 @@ def orpheus_window(model: ModelSpec, threads: int) -> CodecWindow:
     )
 
 
-def outetts_window(model: ModelSpec, threads: int) -> CodecWindow:
+def outetts_window(model: ModelSpec, threads: int, device: Device) -> CodecWindow:
     """OuteTTS: its codec (the WavTokenizer vocoder for 0.2/0.3, DAC for 1.0), a window of
     `first_chunk_codes + context_right` frames of 1 token (WavTokenizer) or 2 (DAC)."""
     vocoder = _local_path(model, "vocoder")
@@ -137,7 +138,7 @@ def outetts_window(model: ModelSpec, threads: int) -> CodecWindow:
     options = apply_options(outetts.default_options(version), model.options)
     frames = options.first_chunk_codes + options.context_right
     set_torch_threads(threads)
-    codec = outetts_dialects.VERSIONS[version].codec(vocoder, CPU, threads, options.windows)
+    codec = outetts_dialects.VERSIONS[version].codec(vocoder, device, threads, options.windows)
     codes = np.random.default_rng(SEED).integers(
         0, codec.codebook_size, (frames, codec.codes_per_frame)
     )  # (F, 1 or 2) int64
@@ -151,11 +152,13 @@ def outetts_window(model: ModelSpec, threads: int) -> CodecWindow:
     )
 
 
-def qwen3_window(model: ModelSpec, threads: int) -> CodecWindow:
+def qwen3_window(model: ModelSpec, threads: int, device: Device) -> CodecWindow:
     """Qwen3-TTS: the 12 Hz decoder, `first_chunk_frames` frames of 16 codes (no lookahead)."""
     options = apply_options(qwen3tts.Qwen3Options(), model.options)
     set_torch_threads(threads)
-    codec = load_qwen3_codec(_local_path(model, "model") / "speech_tokenizer", CPU_TORCH)
+    codec = load_qwen3_codec(
+        _local_path(model, "model") / "speech_tokenizer", torch_device_for(device)
+    )
     frames = options.first_chunk_frames
     codes = np.random.default_rng(SEED).integers(
         0, codec.config.codebook_size, size=(frames, codec.config.num_quantizers)
@@ -170,7 +173,7 @@ def qwen3_window(model: ModelSpec, threads: int) -> CodecWindow:
     )
 
 
-def bark_window(model: ModelSpec, threads: int) -> CodecWindow:
+def bark_window(model: ModelSpec, threads: int, device: Device) -> CodecWindow:
     """Bark: the sentence's whole EnCodec decode (it has no stream): the fine frames of
     `max_semantic_tokens`, after all of those tokens."""
     options = apply_options(bark.BarkOptions(), model.options)
@@ -178,7 +181,7 @@ def bark_window(model: ModelSpec, threads: int) -> CodecWindow:
     folder = _local_path(model, "model")
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     weights = bark_checkpoint.load_weights(folder / "pytorch_model.bin")
-    codec = Encodec24Decoder(config["codec_config"], weights, CPU_TORCH)
+    codec = Encodec24Decoder(config["codec_config"], weights, torch_device_for(device))
     frames = bark.coarse_steps(options.max_semantic_tokens) // bark.N_COARSE_CODEBOOKS
     codes = torch.from_numpy(
         np.random.default_rng(SEED).integers(0, bark.CODEBOOK_SIZE, (bark.N_FINE_CODEBOOKS, frames))
@@ -187,7 +190,7 @@ def bark_window(model: ModelSpec, threads: int) -> CodecWindow:
         n_ctx=0,  # no llama.cpp context
         frame_tokens=1,
         first_window_frames=frames,
-        decode=lambda: codec.decode(codes),
+        decode=lambda: codec.decode(codes).cpu(),  # .cpu(): waits for a GPU, as the engine does
         samples_per_frame=codec.hop_length,
         sample_rate=codec.sample_rate,
         first_audio_tokens=options.max_semantic_tokens,
@@ -227,11 +230,12 @@ def _local_path(model: ModelSpec, role: str) -> Path:
     return ref.path
 
 
-def _system_info(engine: str) -> str:
-    """What ran the ceiling: llama.cpp's CPU features, or torch's build for Bark."""
+def _system_info(engine: str, device: Device) -> str:
+    """What ran the ceiling: its device, llama.cpp's CPU features, or torch's build for Bark."""
     if engine == "bark":
-        return f"torch {torch.__version__}, {torch.get_num_threads()} threads"
-    return "llama.cpp " + llama_cpp.llama_print_system_info().decode().strip()
+        return f"device {device.name}; torch {torch.__version__}, {torch.get_num_threads()} threads"
+    system = llama_cpp.llama_print_system_info().decode().strip()
+    return f"device {device.name} ({device.llama_device or 'CPU'}); llama.cpp {system}"
 
 
 def _reply(message: dict[str, Any]) -> None:
@@ -299,23 +303,25 @@ def open_runs(
     speaker: str | None,
     window: CodecWindow,
     threads: int,
+    device: Device,
     decode_tokens: int,
     decode_frames: int,
 ) -> Iterator[_TokenLmRuns | _Qwen3Runs | _BarkRuns]:
-    """The loaded raw model(s) of `model`, ready to measure."""
+    """The loaded raw model(s) of `model` on `device`, ready to measure."""
     if model.engine == "bark":
         options = apply_options(bark.BarkOptions(), model.options)
-        engine = raw_bark.open_bark(model, _local_path(model, "model"), threads)
+        engine = raw_bark.open_bark(model, _local_path(model, "model"), threads, device)
         try:
             yield _BarkRuns(engine, options, speaker)
         finally:
             engine.close()
     elif model.engine == "qwen3tts":
         model_dir = _local_path(model, "model")
-        with raw_qwen3.open_qwen3(model, model_dir, window.n_ctx, threads) as raw:
+        with raw_qwen3.open_qwen3(model, model_dir, window.n_ctx, threads, device) as raw:
             yield _Qwen3Runs(raw, decode_frames)
     else:
-        with raw_lm(_local_path(model, "model"), window.n_ctx, threads) as lm:
+        path = _local_path(model, "model")
+        with raw_lm(path, window.n_ctx, threads, llama_device=device.llama_device) as lm:
             yield _TokenLmRuns(lm, decode_tokens)
 
 
@@ -340,13 +346,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _serve(
     model: ModelSpec, speaker: str | None, threads: int, decode_tokens: int, decode_frames: int
 ) -> None:
-    """Load the model's raw parts, answer measurement requests, then report the codec's."""
-    window = CODEC_WINDOWS[model.engine](model, threads)
+    """Load the model's raw parts on the catalog's device, as the server places them, answer
+    measurement requests, then report the codec's."""
+    device = resolve_device(model.device, uses_llama=model.engine != "bark")
+    window = CODEC_WINDOWS[model.engine](model, threads, device)
 
     quiet_llama_cpp()
     rng = np.random.default_rng(SEED)
     started = time.perf_counter()
-    with open_runs(model, speaker, window, threads, decode_tokens, decode_frames) as runs:
+    with open_runs(model, speaker, window, threads, device, decode_tokens, decode_frames) as runs:
         load_s = time.perf_counter() - started
         runs.warm_up(rng)  # graph allocation, page-in of the weights
         _reply({"load_s": load_s, "n_ctx": window.n_ctx})
@@ -361,7 +369,7 @@ def _serve(
             "first_window_frames": window.first_window_frames,
             "first_audio_tokens": window.first_audio_tokens
             or window.frame_tokens * window.first_window_frames,
-            "system_info": _system_info(model.engine),
+            "system_info": _system_info(model.engine, device),
         }
     )
 

@@ -6,6 +6,8 @@ import contextlib
 import os
 import platform
 import resource
+import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -37,6 +39,8 @@ class Machine:
     ram_gib: float
     python: str
     versions: dict[str, str]
+    gpus: list[str]
+    """`nvidia-smi`'s name, memory and driver of each NVIDIA GPU; empty without one."""
 
 
 def _proc_field(path: Path, name: str) -> str | None:
@@ -75,7 +79,24 @@ def describe_machine() -> Machine:
         ram_gib=int(mem_kib.split()[0]) * KIB / GIB if mem_kib else 0.0,
         python=platform.python_version(),
         versions={name: _version(name) for name in VERSIONED_PACKAGES},
+        gpus=nvidia_gpus(),
     )
+
+
+def nvidia_gpus() -> list[str]:
+    """'NVIDIA H200, 143771 MiB, driver 580.159.03' per GPU; empty without `nvidia-smi`."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    query = ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"]
+    try:
+        lines = subprocess.run(query, capture_output=True, text=True, check=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    gpus = []
+    for line in lines.stdout.splitlines():
+        name, memory, driver = (field.strip() for field in line.rsplit(",", 2))
+        gpus.append(f"{name}, {memory}, driver {driver}")
+    return gpus
 
 
 def load_average() -> tuple[float, float, float]:

@@ -80,9 +80,10 @@ def write_bench_catalog(
     max_tokens: int,
     max_frames: int,
     options: Mapping[str, Any],
+    device: str | None = None,
 ) -> Catalog:
-    """Copy catalog `source` to `destination` with `options` and `work_cap` for every model;
-    return it.
+    """Copy catalog `source` to `destination` with `options`, `work_cap` and `device` (unless
+    None) for every model; return it.
 
     Random weights rarely sample a stop token, so every request generates exactly `max_tokens`
     tokens (`max_frames` frames): the cap fixes the work per request.
@@ -91,6 +92,8 @@ def write_bench_catalog(
     for model in doc["models"].values():
         cap = work_cap(model["engine"], max_tokens, max_frames)
         model["options"] = {**model.get("options", {}), **options, **cap}
+        if device is not None:
+            model["device"] = device
         for ref in model["files"].values():
             _absolute(ref, source.parent)
     for voice in doc["voices"].values():

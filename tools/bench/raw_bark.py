@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from wyoming_multitts.catalog import ModelSpec
-from wyoming_multitts.devices import CPU
+from wyoming_multitts.devices import Device
 from wyoming_multitts.engines.bark import engine as bark
 from wyoming_multitts.engines.bark import presets
 
@@ -33,10 +33,10 @@ padded to 256 either way)."""
 BERT_ID_RANGE = (1000, 100_000)
 
 
-def open_bark(model: ModelSpec, folder: Path, threads: int) -> bark.Bark:
-    """The engine's loaded model (its modules are what the ceiling drives) on the CPU."""
+def open_bark(model: ModelSpec, folder: Path, threads: int, device: Device) -> bark.Bark:
+    """The engine's loaded model on `device` (its modules are what the ceiling drives)."""
     paths = {"model": folder, "presets": folder}
-    return bark.load(model, paths, CPU, threads)
+    return bark.load(model, paths, device, threads)
 
 
 @torch.inference_mode()
@@ -46,12 +46,14 @@ def _semantic(
     """(prefill seconds, seconds of all the steps) for `n_tokens` greedy semantic tokens."""
     text_ids = rng.integers(*BERT_ID_RANGE, size=TEXT_TOKENS)
     prompt = torch.from_numpy(presets.semantic_input(text_ids, preset))[None]  # (1, 513)
+    prompt = prompt.to(engine.device)
     started = time.perf_counter()
     logits, cache = engine.semantic_model(prompt, merge_context=True)
     prefilled = time.perf_counter()
     for _ in range(n_tokens):
         token = int(torch.argmax(logits[: presets.SEMANTIC_VOCAB_SIZE]))
-        logits, cache = engine.semantic_model(torch.tensor([[token]]), cache)
+        step = torch.tensor([[token]], device=engine.device)  # (1, 1)
+        logits, cache = engine.semantic_model(step, cache)
     return prefilled - started, time.perf_counter() - prefilled
 
 
@@ -76,13 +78,13 @@ def _coarse(
         window = presets.coarse_window_input(
             all_semantic, context, index, options.max_coarse_history
         )
-        step, cache = torch.from_numpy(window)[None], None  # (1, P)
+        step, cache = torch.from_numpy(window)[None].to(engine.device), None  # (1, P)
         for _ in range(min(options.sliding_window_len, n_steps - len(generated))):
             logits, cache = engine.coarse_model(step, cache)
             first = presets.SEMANTIC_VOCAB_SIZE + len(generated) % 2 * presets.CODEBOOK_SIZE
             code = int(torch.argmax(logits[first : first + presets.CODEBOOK_SIZE]))
             generated.append(first + code)
-            step = torch.tensor([[first + code]])
+            step = torch.tensor([[first + code]], device=engine.device)  # (1, 1)
     flat = np.asarray(generated, np.int64) - presets.SEMANTIC_VOCAB_SIZE  # (2F,)
     codes = flat.reshape(-1, presets.N_COARSE_CODEBOOKS).T % presets.CODEBOOK_SIZE  # (2, F)
     return codes, time.perf_counter() - started
@@ -92,7 +94,7 @@ def _coarse(
 def _fine(engine: bark.Bark, preset: presets.Preset | None, coarse: np.ndarray) -> float:
     """Seconds of the fine windows for `coarse` (2, F), greedy."""
     canvas_np, n_history, _ = presets.fine_input(coarse, preset)
-    canvas = torch.from_numpy(canvas_np)  # (L, 8)
+    canvas = torch.from_numpy(canvas_np).to(engine.device)  # (L, 8)
     frames = coarse.shape[1]
     n_windows = (
         max(0, math.ceil((frames - (presets.FINE_WINDOW - n_history)) / presets.FINE_HOP)) + 1
@@ -104,6 +106,7 @@ def _fine(engine: bark.Bark, preset: presets.Preset | None, coarse: np.ndarray) 
         for codebook in range(presets.N_COARSE_CODEBOOKS, presets.N_FINE_CODEBOOKS):
             logits = engine.fine_model(codebook, window[None])[:, : presets.CODEBOOK_SIZE]
             window[:, codebook] = logits.argmax(dim=-1)
+    canvas[-1, -1].item()  # waits for a GPU's queued work
     return time.perf_counter() - started
 
 

@@ -2,9 +2,10 @@
 
 The method: prefill a prompt in batches of BATCH_TOKENS (flash attention off), then greedy steps
 of a 1-row `llama_batch`, `llama_decode` and `np.argmax` over the logits. Nothing of
-`wyoming_multitts.llm` is used, so the figures are a ceiling the server's loop is measured
-against. Models fed with embedding rows instead of tokens (the Qwen3-TTS talker and code
-predictor) use the same calls with `llama_batch.embd` and read the hidden state as well.
+`wyoming_multitts.llm` is used but its list of backend devices, so the figures are a ceiling
+the server's loop is measured against. Models fed with embedding rows instead of tokens (the
+Qwen3-TTS talker and code predictor) use the same calls with `llama_batch.embd` and read the
+hidden state as well.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any, Iterator, Sequence
 
 import llama_cpp
 import numpy as np
+
+from wyoming_multitts.llm import OFFLOAD_ALL_LAYERS, backend_devices
 
 BATCH_TOKENS = 512
 """n_batch and n_ubatch, as the server's `LlamaModel` uses (llama.cpp's default n_batch)."""
@@ -39,9 +42,15 @@ class RawLm:
 
 @contextlib.contextmanager
 def raw_lm(
-    path: Path, n_ctx: int, threads: int, n_batch: int = BATCH_TOKENS, rows: bool = False
+    path: Path,
+    n_ctx: int,
+    threads: int,
+    n_batch: int = BATCH_TOKENS,
+    rows: bool = False,
+    llama_device: str | None = None,
 ) -> Iterator[RawLm]:
-    """Load `path` on the CPU with the server's context size and threads; free it afterwards.
+    """Load `path` with the server's context size and threads, every layer on `llama_device`
+    (`CUDA0`, …; None: the CPU); free it afterwards.
 
     `rows=True` makes a context fed with embedding rows that also returns the hidden state
     (llama.cpp's `embeddings` on), as `LlamaModel(hidden_states=True)` does.
@@ -49,7 +58,14 @@ def raw_lm(
     with contextlib.ExitStack() as stack:
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = 0
+        device_list = None  # must outlive the load call
+        if llama_device is not None:
+            handle = next(d.handle for d in backend_devices() if d.name == llama_device)
+            device_list = (ctypes.c_void_p * 2)(handle, None)  # NULL-terminated
+            model_params.devices = ctypes.cast(device_list, ctypes.c_void_p)
+            model_params.n_gpu_layers = OFFLOAD_ALL_LAYERS
         model = llama_cpp.llama_model_load_from_file(str(path).encode(), model_params)
+        del device_list
         if not model:
             raise RuntimeError(f"llama.cpp could not load {path}")
         stack.callback(llama_cpp.llama_model_free, model)

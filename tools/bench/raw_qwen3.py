@@ -24,6 +24,7 @@ import torch
 
 from wyoming_multitts.catalog import ModelSpec
 from wyoming_multitts.codecs.qwen3_12hz import Qwen3Codec12Hz, load_qwen3_codec
+from wyoming_multitts.devices import Device, torch_device_for
 from wyoming_multitts.engines.qwen3tts.config import Qwen3Options
 from wyoming_multitts.engines.qwen3tts.convert import convert_once
 from wyoming_multitts.engines.qwen3tts.predictor import PREFILL_ROWS, head_logits, torch_heads
@@ -97,17 +98,23 @@ class Qwen3Raw:
 
 
 @contextlib.contextmanager
-def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> Iterator[Qwen3Raw]:
+def open_qwen3(
+    model: ModelSpec, model_dir: Path, n_ctx: int, threads: int, device: Device
+) -> Iterator[Qwen3Raw]:
     """The converted talker (context of `n_ctx` rows) and predictor of `model`'s release folder
-    `model_dir`, converting it first if the server has not yet."""
+    `model_dir` on `device`, as the engine places them, converting it first if the server has
+    not yet."""
     options = apply_options(Qwen3Options(), model.options)
     converted = convert_once(model_dir, options.matrix_type)
-    codec = load_qwen3_codec(model_dir / "speech_tokenizer", torch.device("cpu"))
+    torch_device = torch_device_for(device)
+    codec = load_qwen3_codec(model_dir / "speech_tokenizer", torch_device)
     config = converted.config
-    heads = torch_heads(map_npz(converted.tables)["predictor_heads"])  # (G-1, codebook, Hp)
+    heads = torch_heads(map_npz(converted.tables)["predictor_heads"], torch_device)  # (G-1, C, Hp)
     rng = np.random.default_rng(0)
     with contextlib.ExitStack() as stack:
-        talker = stack.enter_context(raw_lm(converted.talker, n_ctx, threads, rows=True))
+        talker = stack.enter_context(
+            raw_lm(converted.talker, n_ctx, threads, rows=True, llama_device=device.llama_device)
+        )
         predictor = stack.enter_context(
             raw_lm(
                 converted.code_predictor,
@@ -115,6 +122,7 @@ def open_qwen3(model: ModelSpec, model_dir: Path, n_ctx: int, threads: int) -> I
                 threads,
                 n_batch=PREFILL_ROWS,
                 rows=True,
+                llama_device=device.llama_device,
             )
         )
         yield Qwen3Raw(

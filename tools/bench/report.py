@@ -39,6 +39,8 @@ class BenchSettings:
     """Engines whose models are benchmarked."""
     options: dict[str, Any]
     """Catalog options set on every benchmarked model (`--option`)."""
+    device: str | None
+    """Every benchmarked model's device (`--device`); None: the catalog's."""
     json_path: Path | None
 
     @property
@@ -89,7 +91,7 @@ def render_markdown(report: Report) -> str:
         "",
         f"- Models: {s.size} random-weight models; max_tokens {s.max_tokens} "
         f"(Qwen3-TTS: max_frames {s.max_frames}) per request; "
-        f"runs per row: {s.runs}; threads: {s.threads}"
+        f"runs per row: {s.runs}; threads: {s.threads}; device: {s.device or 'auto'}"
         + "".join(f"; {name}: {value}" for name, value in s.options.items()),
         f'- Text ({len(s.text)} characters): "{s.text}"',
         f"- Machine: {m.cpu}, {m.cores} cores, {m.ram_gib:.1f} GiB RAM; Python {m.python}; "
@@ -97,6 +99,7 @@ def render_markdown(report: Report) -> str:
         "- Load average (1 / 5 / 15 min): "
         + "; ".join(f"{phase} {_load(load)}" for phase, load in report.load_averages.items()),
     ]
+    lines += [f"- GPU: {gpu}" for gpu in m.gpus]
     others = "?" if report.others_cores is None else f"{report.others_cores:.2f}"
     lines.append(f"- Other processes kept {others} cores busy on average meanwhile")
     lines += [f"- {name}: {c.system_info}" for name, c in report.ceilings.items()]
