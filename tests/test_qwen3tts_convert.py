@@ -379,7 +379,7 @@ def test_f16_heads_give_the_f32_heads_logits(
 ) -> None:
     """Every conversion but f32 stores the heads f16 and applies them in torch with the state
     rounded to f16: logits within 1e-3 of the f32 heads' (float64 product), same best code."""
-    f16_heads = torch_heads(map_npz(converted_q8.tables)["predictor_heads"])
+    f16_heads = torch_heads(map_npz(converted_q8.tables)["predictor_heads"], torch.device("cpu"))
     assert f16_heads.dtype == torch.float16
     states = np.random.default_rng(0).standard_normal((4, f16_heads.shape[-1]), dtype=np.float32)
     for i in range(len(f16_heads)):

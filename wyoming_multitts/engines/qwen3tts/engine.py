@@ -128,15 +128,15 @@ class Qwen3TTS:
             )
             self._options = self._settings.model.options
             self._load_llama(converted, device, threads)
+            set_torch_threads(threads)
+            torch_device = torch_device_for(device)
             self._tables = Qwen3Tables.read(converted.tables, config)
             self._code_predictor = CodePredictor(
-                self._predictor, self._tables, config.num_code_groups
+                self._predictor, self._tables, config.num_code_groups, torch_device
             )
             self._codes = np.arange(config.codebook_size, dtype=np.int64)  # (codebook,)
             self._codes_and_eos = np.append(self._codes, config.codec_eos_id)  # (codebook + 1,)
 
-            set_torch_threads(threads)
-            torch_device = torch_device_for(device)
             speech_tokenizer = paths["model"] / "speech_tokenizer"
             self._codec = load_qwen3_codec(speech_tokenizer, torch_device)
             # voice cloning (Base): the speaker encoder now, the speech encoder on first ICL use

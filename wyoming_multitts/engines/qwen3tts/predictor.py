@@ -22,12 +22,14 @@ already fill, that made the predictor 3.3x slower (0.6B, 2 cores: 348 ms instead
 frame)."""
 
 
-def torch_heads(heads: np.ndarray) -> torch.Tensor:
-    """The heads (G-1, codebook, Hp) as a torch tensor over the same memory (the tables' read-only
-    map, which torch never writes to)."""
+def torch_heads(heads: np.ndarray, device: torch.device) -> torch.Tensor:
+    """The heads (G-1, codebook, Hp) as a torch tensor on `device`: on the CPU over the same
+    memory (the tables' read-only map, which torch never writes to), on a GPU a copy there, so
+    that a frame's 15 products are GPU steps of microseconds rather than CPU ones of about
+    0.3 ms each (63 MB of f16 a frame)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "The given NumPy array is not writable")
-        return torch.from_numpy(heads)
+        return torch.from_numpy(heads).to(device)
 
 
 def head_logits(heads: torch.Tensor, index: int, state: np.ndarray) -> np.ndarray:
@@ -37,17 +39,24 @@ def head_logits(heads: torch.Tensor, index: int, state: np.ndarray) -> np.ndarra
     state rounded to it, as ggml rounds activations for its f16 matrices) reads half the bytes of
     float32 on all cores: 0.6B, 2 cores, 15 heads a frame, 62 ms a frame for the predictor
     against 66 with float32 heads in numpy (docs/benchmarks.md, "Huge pages")."""
-    vector = torch.from_numpy(state).to(heads.dtype)  # (Hp,)
-    return torch.mv(heads[index], vector).float().numpy()  # (codebook,)
+    vector = torch.from_numpy(state).to(heads.device, heads.dtype)  # (Hp,)
+    return torch.mv(heads[index], vector).float().cpu().numpy()  # (codebook,)
 
 
 class CodePredictor:
     """The code predictor's stack (llama.cpp, owned by the engine), its heads and numpy tables."""
 
-    def __init__(self, model: LlamaModel, tables: Qwen3Tables, num_code_groups: int) -> None:
+    def __init__(
+        self,
+        model: LlamaModel,
+        tables: Qwen3Tables,
+        num_code_groups: int,
+        device: torch.device,
+    ) -> None:
+        """`device`: torch's, where the heads are applied (the engine's codec device)."""
         self._model = model
         self._tables = tables
-        self._heads = torch_heads(tables.heads)  # (G-1, codebook, Hp)
+        self._heads = torch_heads(tables.heads, device)  # (G-1, codebook, Hp)
         self._groups = num_code_groups
 
     def _project(self, rows: np.ndarray) -> np.ndarray:
