@@ -10,6 +10,7 @@ from typing import AsyncIterator
 
 import pytest
 
+from wyoming_multitts import llm
 from wyoming_multitts.catalog import Catalog, load_catalog
 from wyoming_multitts.devices import (
     CPU,
@@ -202,3 +203,13 @@ def test_torch_only_engines_take_the_device_torch_has() -> None:
 def test_a_device_the_build_lacks_is_an_error_naming_what_it_has(name: str) -> None:
     with pytest.raises(DeviceError, match=r"^device .* this llama-cpp-python build has"):
         resolve_device(name)
+
+
+def test_the_backends_built_are_read_from_the_libraries_beside_libllama() -> None:
+    """A backend whose device is missing (a CUDA build without a driver) registers no device,
+    so the error for its device names the backend; this CPU build has the CPU one only among
+    the kinds a device names."""
+    backends = llm.built_backends()
+    assert "cpu" in backends
+    assert "base" not in backends  # libggml-base holds no backend
+    assert not backends & {"cuda", "vulkan", "metal", "hexagon"}

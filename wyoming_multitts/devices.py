@@ -22,6 +22,8 @@ LLAMA_DEVICE_PREFIX = {"cuda": "CUDA", "vulkan": "Vulkan", "metal": "MTL", "htp"
 """Our device kind → the ggml backend device name prefix (`CUDA0`, `Vulkan0`, `MTL0`, `HTP0`)."""
 AUTO_PREFERENCE = ("cuda", "metal", "vulkan", "htp")
 """What `auto` picks, best first, among the devices the build has; CPU when none."""
+BACKEND_OF_KIND = {"cuda": "cuda", "vulkan": "vulkan", "metal": "metal", "htp": "hexagon"}
+"""Our device kind → the name of its ggml backend library (`libggml-cuda.so`, …)."""
 TORCH_DEVICE_OF_KIND = {"cuda": "cuda", "metal": "mps"}
 """Where torch parts (codecs) run for each kind; every other kind keeps them on the CPU."""
 
@@ -75,6 +77,13 @@ def resolve_device(name: str, uses_llama: bool = True) -> Device:
     wanted = f"{LLAMA_DEVICE_PREFIX[kind]}{index}"
     if wanted not in available:
         has = ", ".join(available) or "CPU only"
+        if BACKEND_OF_KIND[kind] in llm.built_backends():
+            raise DeviceError(
+                f"device {name} needs the llama.cpp device {wanted}: this llama-cpp-python has "
+                f"the {BACKEND_OF_KIND[kind]} backend, but it found no such device (it has: "
+                f"{has}). Check the driver (for CUDA: nvidia-smi) and llama.cpp's message at "
+                "startup, or set device: auto / cpu"
+            )
         raise DeviceError(
             f"device {name} needs the llama.cpp backend device {wanted}, but this "
             f"llama-cpp-python build has: {has}. Rebuild it with the backend "

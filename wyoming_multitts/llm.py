@@ -20,6 +20,7 @@ import contextlib
 import ctypes
 import logging
 import mmap
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,8 @@ SEQUENCE = 0
 """The one sequence id every batch and KV-cache call uses (a context holds one sequence)."""
 GGML_TYPE_F32 = 0
 """`enum ggml_type` of float32, whose rows are copied as they are (it has no `to_float`)."""
+BACKEND_LIBRARY = re.compile(r"libggml-(\w+)\.(?:so|dylib|dll)")
+"""A ggml backend's library (`libggml-cuda.so.0`; `libggml-base` holds no backend)."""
 TOKEN_EMBD = "token_embd.weight"
 """The embedding matrix of every llama.cpp language model (`LLM_TENSOR_TOKEN_EMBD`)."""
 
@@ -170,6 +173,18 @@ def backend_devices() -> list[BackendDevice]:
             )
         )
     return devices
+
+
+def built_backends() -> set[str]:
+    """The ggml backends this llama-cpp-python was built with (`cpu`, `cuda`, `vulkan`, …), by
+    their libraries beside libllama: one whose device is missing (no driver, no GPU) registers
+    no device but still has its library."""
+    lib_dir = Path(llama_cpp.__file__).parent / "lib"
+    return {
+        match[1]
+        for path in lib_dir.glob("libggml-*")
+        if (match := BACKEND_LIBRARY.match(path.name)) and match[1] != "base"
+    }
 
 
 def ggml_row_bytes(ggml_type: int, n: int) -> int:
