@@ -216,7 +216,8 @@ class ModelRegistry:
             slot.loading = None
         await self._trim(keep=slot)
         _LOGGER.info(
-            "Loaded model %s (%s) on %s in %.1f s: worker %d, estimated %.0f MB, %.0f MB counted",
+            "Loaded model %s (%s) on %s in %.1f s: worker %d, estimated %.0f MB, "
+            "%.0f MB counted%s",
             spec.name,
             spec.engine,
             loaded.device,
@@ -224,6 +225,11 @@ class ModelRegistry:
             worker.pid,
             slot.estimated_bytes / 1e6,
             slot.counted_bytes() / 1e6,
+            (
+                f", torch holds {loaded.gpu_bytes / 1e6:.0f} MB of GPU memory"
+                if loaded.gpu_bytes
+                else ""
+            ),
         )
         return worker
 
