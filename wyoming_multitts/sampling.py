@@ -82,6 +82,12 @@ class Sampler:
             )
         if cfg.temperature == 0:
             return self._token(int(np.argmax(scores)), candidate_ids)
+        if not (cfg.min_p or cfg.top_k or cfg.top_p < 1.0):
+            # no cut: every candidate keeps its probability, so nothing needs sorting (Bark's
+            # 10,001 semantic logits: 0.1 instead of 0.6 ms a step)
+            probs = np.exp((scores.astype(np.float64) - scores.max()) / cfg.temperature)  # (n,)
+            choice = self._rng.choice(probs.size, p=probs / probs.sum())
+            return self._token(int(choice), candidate_ids)
 
         if cfg.min_p:
             # min-p keeps tokens with p >= min_p * p_best, i.e. score >= best + T * ln(min_p):
