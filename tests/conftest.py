@@ -28,6 +28,9 @@ READ_TIMEOUT = 60.0
 START_TIMEOUT = 60.0
 """Seconds the server may take to start listening."""
 TEST_THREADS = "2"
+TEST_DEVICE = os.environ.get("MULTITTS_TEST_DEVICE")
+"""Every test server's `--device` when set (script/gpu-check runs tests/test_server.py on
+`cuda`); else each model's catalog device, `auto`."""
 ArgumentT = TypeVar("ArgumentT")
 GROWTH_TEXT = 4
 GROWTH_LIMIT = 8.0
@@ -95,6 +98,7 @@ def start_server(
                 str(voices),
                 "--threads",
                 TEST_THREADS,
+                *(["--device", TEST_DEVICE] if TEST_DEVICE else []),
                 *extra,
             ],
             stdout=log,

@@ -558,6 +558,8 @@ def test_deploy_scripts_pass_shellcheck() -> None:
         ROOT / "docker" / "make-addon",
         ROOT / "script" / "run",
         ROOT / "script" / "test-image",
+        ROOT / "script" / "gpu-carry",
+        ROOT / "script" / "gpu-check",
     ]
     scripts += [S6 / "multitts" / "run", S6 / "multitts" / "finish", S6 / "discovery" / "run"]
     result = subprocess.run(
