@@ -77,6 +77,10 @@ BUFFER = re.compile(
 )
 """llama.cpp's lines after that: the weights' bytes per buffer (`CUDA0`, `CPU_Mapped`, …), where
 they went (the token embeddings always stay on the CPU: llama-model.cpp, `load_tensors`)."""
+ALARM = re.compile(r"^\d+ (WARNING|ERROR|CRITICAL) ")
+"""A log line of the server's or a worker's at warning level or above (LOG_FORMAT)."""
+LOG_LINES = 40
+"""Lines of a failing step's output the report keeps."""
 MIB = 2**20
 TORCH_ONLY_ENGINES = {"bark"}
 """Engines with no llama.cpp part."""
@@ -139,7 +143,9 @@ class Report:
 
 
 def run_step(report: Report, name: str, work: Callable[[list[str]], object]) -> None:
-    """Run one step, time it, add its lines (or its failure) to the report."""
+    """Run one step, time it, add its lines (or its failure, whatever raised it: the later
+    steps still run, and the report is the one thing a short lease brings back) to the report."""
+    print(f"gpu-check: {name}…", file=sys.stderr, flush=True)
     started = time.monotonic()
     lines: list[str] = []
     try:
@@ -147,6 +153,9 @@ def run_step(report: Report, name: str, work: Callable[[list[str]], object]) -> 
         passed = True
     except CheckFailed as err:
         lines.append(f"**Failed:** {err}")
+        passed = False
+    except Exception as err:  # a bug or a library failure: keep it in the report
+        lines.append(f"**Failed:** {type(err).__name__}: {err}")
         passed = False
     report.add(Step(name, passed, time.monotonic() - started, lines))
     print(f"gpu-check: {name}: {'passed' if passed else 'FAILED'}", file=sys.stderr, flush=True)
@@ -212,7 +221,8 @@ def run_behaviour_tests(device: str, tests: str, lines: list[str]) -> None:
     output = result.stdout.strip().splitlines()
     lines.append(f"- `{' '.join(command[2:])}` on {device}: {output[-1] if output else '?'}")
     if result.returncode != 0:
-        lines += ["", "```", *output[-60:], *result.stderr.strip().splitlines()[-20:], "```"]
+        stderr = result.stderr.strip().splitlines()
+        lines += ["", "```", *output[-LOG_LINES:], *stderr[-LOG_LINES:], "```"]
         raise CheckFailed(f"the behaviour tests failed on {device} (exit {result.returncode})")
 
 
@@ -288,10 +298,14 @@ def check_placement(
     voices = benchmarked_voices(bench_catalog, 1, engines)
     server_args = ["--device", device, "--debug", "--log-format", LOG_FORMAT]
     server = BenchServer(work / BENCH_CATALOG, server_args, work / "placement.log")
-    placements = []
+    placements, failed = [], []
     try:
         for model, (voice, *_) in voices.items():
-            timing = asyncio.run(timed_request(server.port, PLAIN, PLACEMENT_TEXT, voice))
+            try:
+                timing = asyncio.run(timed_request(server.port, PLAIN, PLACEMENT_TEXT, voice))
+            except Exception as err:  # the other models are still worth checking
+                failed.append(f"{model}: {type(err).__name__}: {err}")
+                continue
             log = server.log_text()
             loaded = [m for m in LOADED.finditer(log) if m["model"] == model][-1]
             pid = int(loaded["pid"])
@@ -319,12 +333,14 @@ def check_placement(
             )
     finally:
         server.stop()
+    if failed:  # the server's warnings and errors (its debug log is mostly llama.cpp's chatter)
+        alarms = [line for line in server.log_text().splitlines() if ALARM.search(line)]
+        lines += ["The server's warnings and errors:", "", "```", *alarms[-LOG_LINES:], "```"]
     lines += [
         "| model | engine | device | llama.cpp layers on the GPU | llama.cpp weights GPU / CPU MB "
         "| torch GPU MB | worker GPU MB (nvidia-smi) | audio s | problems |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    failed = []
     for p in placements:
         problems = p.problems(device)
         failed += [f"{p.model}: {problem}" for problem in problems]
@@ -366,7 +382,7 @@ def run_benchmark(
     except subprocess.TimeoutExpired as err:
         raise CheckFailed(f"the benchmark ran past {BENCHMARK_TIMEOUT_S} s") from err
     if result.returncode != 0:
-        lines += ["```", *result.stderr.strip().splitlines()[-40:], "```"]
+        lines += ["```", *result.stderr.strip().splitlines()[-LOG_LINES:], "```"]
         raise CheckFailed(f"the benchmark failed (exit {result.returncode})")
     # one level down: the benchmark's own headings become subsections of this step
     lines += [f"#{line}" if line.startswith("#") else line for line in result.stdout.splitlines()]
