@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import pickle
@@ -21,6 +22,7 @@ from wyoming_multitts.catalog import DEFAULT_CATALOG, ModelSpec, load_catalog
 from wyoming_multitts.devices import CPU, Device
 from wyoming_multitts.engines.bark import checkpoint as bark_checkpoint
 from wyoming_multitts.engines.bark import engine as bark
+from wyoming_multitts.engines.bark import gpt as bark_gpt
 from wyoming_multitts.engines.bark import presets as bark_presets
 from wyoming_multitts.engines.base import VoiceSettings
 from wyoming_multitts.errors import EngineError, OptionError
@@ -47,6 +49,9 @@ INT8_LOGITS_TOLERANCE = 0.02
 """`weights: int8` against float32 on the same input: max |difference| over the logits' range,
 per stage (measured, semantic / coarse / fine: x86 kernels 0.010 / 0.007 / 0.005, qnnpack
 0.005 / 0.006 / 0.003; the full-size bark-small 0.02-0.035, docs/engines.md)."""
+ONEDNN_LOGITS_TOLERANCE = 1e-5
+"""oneDNN's float32 linears against torch's own on the same input: max |difference| over the
+logits' range, per stage (the same products summed in another order)."""
 QUANTIZED_ENGINES = [
     name for name in ("x86", "qnnpack") if name in torch.backends.quantized.supported_engines
 ]
@@ -467,6 +472,35 @@ def _stage_logits(engine: bark.Bark, preset: bark_presets.Preset) -> list[torch.
         window = torch.from_numpy(fine_canvas[: bark_presets.FINE_WINDOW])[None]
         fine_logits = engine.fine_model(bark_presets.N_COARSE_CODEBOOKS, window)
     return [semantic_logits, coarse_logits, fine_logits]
+
+
+@pytest.mark.skipif(not bark_gpt.onednn_pays(), reason="oneDNN linears: x86 CPUs only")
+def test_float32_on_an_x86_cpu_runs_blocks_and_causal_heads_in_onednn(engine: bark.Bark) -> None:
+    for stage in (engine.semantic_model, engine.coarse_model, engine.fine_model):
+        modules = list(stage.layers.modules())
+        assert not any(isinstance(m, torch.nn.Linear) for m in modules)
+        onednn = [m for m in modules if isinstance(m, bark_gpt.OneDnnLinear)]
+        assert len(onednn) == 4 * len(stage.layers)  # q/k/v, attention output, the MLP's two
+    assert isinstance(engine.semantic_model.lm_head, bark_gpt.OneDnnLinear)
+    assert isinstance(engine.coarse_model.lm_head, bark_gpt.OneDnnLinear)
+    fine = engine.fine_model
+    assert fine.lm_heads[0].weight is fine.input_embeds_layers[1].weight  # still tied
+
+
+@pytest.mark.skipif(not bark_gpt.onednn_pays(), reason="oneDNN linears: x86 CPUs only")
+def test_onednn_logits_equal_torchs_own_float32(engine: bark.Bark, tiny_dir: Path) -> None:
+    """The stages as loaded, before any repacking, give the same logits to float32 rounding."""
+    config = bark_checkpoint.read_config(tiny_dir)
+    state = bark_checkpoint.load_weights(tiny_dir / "pytorch_model.bin")
+    plain = copy.copy(engine)
+    plain.semantic_model = bark_checkpoint.load_stage(bark_gpt.CausalGPT, "semantic", config, state)
+    plain.coarse_model = bark_checkpoint.load_stage(bark_gpt.CausalGPT, "coarse", config, state)
+    plain.fine_model = bark_checkpoint.load_stage(bark_gpt.FineGPT, "fine", config, state)
+    preset = engine.preset("en_speaker_6")
+    assert preset is not None
+    for onednn, torchs in zip(_stage_logits(engine, preset), _stage_logits(plain, preset)):
+        spread = float(torchs.max() - torchs.min())
+        assert float((onednn - torchs).abs().max()) <= ONEDNN_LOGITS_TOLERANCE * spread
 
 
 def test_int8_quantizes_blocks_and_causal_heads_not_fine_heads(int8_engine: bark.Bark) -> None:

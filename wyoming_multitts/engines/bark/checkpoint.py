@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from ...errors import EngineError
-from .gpt import CausalGPT, FineGPT, GPTConfig, int8_linears
+from .gpt import CausalGPT, FineGPT, GPTConfig, repacked_linears
 
 StageT = TypeVar("StageT", CausalGPT, FineGPT)
 """The module class of a stage."""
@@ -91,13 +91,14 @@ def load_stage(
     return module.eval()
 
 
-def point_int8_weights(
+def point_repacked_weights(
     stage: CausalGPT | FineGPT, name: str, state: Mapping[str, torch.Tensor]
 ) -> None:
-    """Give the `int8_linears` of stage `name` their weights from `state` (the same file, mapped
-    again): what then reads them (`quantize_int8`) touches that mapping's pages, which go when it
-    goes, not the model's, which stays while the embeddings on it are in use."""
-    for key in int8_linears(stage):
+    """Give the `repacked_linears` of stage `name` their weights from `state` (the same file,
+    mapped again): what then reads them (`quantize_int8`, `onednn_linears`) touches that
+    mapping's pages, which go when it goes, not the model's, which stays while the embeddings on
+    it are in use."""
+    for key in repacked_linears(stage):
         weight = state[f"{STAGE_PREFIXES[name]}{key}.weight"]
         stage.get_submodule(key).weight = nn.Parameter(weight, requires_grad=False)
 

