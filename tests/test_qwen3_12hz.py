@@ -14,10 +14,13 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from wyoming_multitts.codecs import qwen3_12hz
 from wyoming_multitts.codecs.qwen3_12hz import (
     QWEN3_12HZ_DECODER,
     Attention,
     Qwen3Codec12Hz,
+    conv1d_as_matmul,
+    conv_transpose1d_as_matmul,
     load_qwen3_codec,
     receptive_field,
 )
@@ -106,6 +109,41 @@ def test_decode_matches_official(codec: Qwen3Codec12Hz, reference: dict[str, np.
     assert (codec.samples_per_frame, codec.sample_rate) == (1920, 24_000)
     assert np.abs(audio).max() <= 1.0
     assert np.abs(audio - full).max() <= TOLERANCE
+
+
+@pytest.mark.parametrize("dilation", [1, 3])
+def test_conv1d_as_matmul_equals_torchs(dilation: int) -> None:
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(12, 20, 7, dilation=dilation).double()
+    x = torch.randn(2, 12, 40, dtype=torch.float64)
+    with torch.inference_mode():
+        assert torch.allclose(conv1d_as_matmul(conv, x), conv(x), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("kernel", "stride"), [(16, 8), (10, 5), (2, 2)])
+def test_conv_transpose1d_as_matmul_equals_torchs(kernel: int, stride: int) -> None:
+    torch.manual_seed(0)
+    conv = torch.nn.ConvTranspose1d(12, 20, kernel, stride=stride).double()
+    x = torch.randn(2, 12, 9, dtype=torch.float64)
+    with torch.inference_mode():
+        ours = conv_transpose1d_as_matmul(conv, x)
+        assert ours.shape == (2, 20, (9 - 1) * stride + kernel)
+        assert torch.allclose(ours, conv(x), rtol=0, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_large_convolutions_as_matmul_match_official(
+    oracle: Path, reference: dict[str, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every eligible convolution of the tiny decoder in matrix-product form (at full size only
+    the two largest are): whole decode and stream still match the official decoder."""
+    monkeypatch.setattr(qwen3_12hz, "MATMUL_CONV_WEIGHTS", 0)
+    codec = load_qwen3_codec(oracle / "speech_tokenizer", torch.device("cpu"))
+    as_matmul = [m for m in codec.modules() if getattr(m, "_as_matmul", False)]
+    assert len(as_matmul) > 10  # every ungrouped conv and transposed conv
+    codes, full = reference["codes"], reference["full"]
+    assert np.abs(codec.decode(codes) - full).max() <= TOLERANCE
+    assert np.abs(streamed(codec, codes[:40]) - full[: 40 * 1920]).max() <= TOLERANCE
 
 
 @pytest.mark.slow

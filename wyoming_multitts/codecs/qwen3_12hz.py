@@ -55,6 +55,14 @@ CODEBOOK_EPSILON = 1e-5
 """codebook = embedding_sum / clamp(cluster_usage, CODEBOOK_EPSILON) (EuclideanCodebook)."""
 SEMANTIC_QUANTIZERS = 1
 """Codebooks of `rvq_first` (the semantic one); the other num_quantizers - 1 are `rvq_rest`."""
+MATMUL_CONV_WEIGHTS = 8_000_000
+"""A convolution with at least this many weights runs as one matrix product over its input
+windows (`conv1d_as_matmul`, `conv_transpose1d_as_matmul`): at full size the pre-decoder conv
+(1024 → 1536, kernel 7, 11 M) and the first upsampling (1536 → 768, kernel 16, 19 M), which
+see a few dozen steps per streamed window and read their weights each time. torch's mkldnn
+convolution took 16 ms for the first on 38 steps against 5 ms as a product, and the second
+34–44 ms on 9–33 steps; the rest, with fewer weights over more steps, are faster as they are
+(docs/benchmarks.md, "Qwen3-TTS: the decoder's large convolutions")."""
 CONVNEXT_KERNEL = 7
 CONVNEXT_EXPANSION = 4
 CONVNEXT_NORM_EPS = 1e-6
@@ -186,6 +194,33 @@ class StreamState:
         return 0 if held is None else held.shape[dim]
 
 
+def conv1d_as_matmul(conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
+    """`conv(x)` (stride 1, no padding, groups 1) as one matrix product: the input windows
+    (B, T, C_in·k) times the weight seen as (C_out, C_in·k), no copy of it."""
+    out_dim, in_dim, kernel = conv.weight.shape
+    dilation = conv.dilation[0]
+    windows = x.unfold(2, (kernel - 1) * dilation + 1, 1)[..., ::dilation]  # (B, C_in, T, k)
+    rows = windows.permute(0, 2, 1, 3).reshape(x.shape[0], -1, in_dim * kernel)  # (B, T, C_in·k)
+    return F.linear(rows, conv.weight.view(out_dim, -1), conv.bias).transpose(1, 2)  # (B, C_out, T)
+
+
+def conv_transpose1d_as_matmul(conv: nn.ConvTranspose1d, x: torch.Tensor) -> torch.Tensor:
+    """`conv(x)` (no padding, groups 1, kernel a multiple m of the stride s) as one matrix
+    product and an overlap-add: each input step times the weight seen as (C_in, C_out·k) gives
+    its k outputs, m blocks of s, which land on the output blocks t … t + m - 1."""
+    in_dim, out_dim, kernel = conv.weight.shape
+    stride = conv.stride[0]
+    taps = kernel // stride
+    batch, _, steps = x.shape
+    columns = x.transpose(1, 2) @ conv.weight.view(in_dim, -1)  # (B, T, C_out·k)
+    blocks = columns.view(batch, steps, out_dim, taps, stride).permute(3, 0, 2, 1, 4)
+    out = x.new_zeros(batch, out_dim, steps + taps - 1, stride)  # (B, C_out, T + m - 1, s)
+    for tap in range(taps):
+        out[:, :, tap : tap + steps] += blocks[tap]  # (B, C_out, T, s)
+    bias = 0.0 if conv.bias is None else conv.bias[:, None]
+    return out.view(batch, out_dim, -1) + bias  # (B, C_out, (T - 1)·s + k)
+
+
 class CausalConv1d(nn.Module):
     """Conv1d (stride 1) padded on the left only: output t sees inputs t-(k-1)·d … t. Streaming,
     the padding is the (k-1)·d inputs before the window."""
@@ -196,12 +231,15 @@ class CausalConv1d(nn.Module):
         super().__init__()
         self.conv = nn.Conv1d(in_dim, out_dim, kernel, dilation=dilation, groups=groups)
         self._left = (kernel - 1) * dilation
+        self._as_matmul = groups == 1 and self.conv.weight.numel() >= MATMUL_CONV_WEIGHTS
 
     def forward(self, x: torch.Tensor, state: StreamState | None = None) -> torch.Tensor:
         if state is None:
             x = F.pad(x, (self._left, 0))  # (B, C_in, left + T)
         else:
             x = state.join(self, x, self._left)  # (B, C_in, left + T)
+        if self._as_matmul:
+            return conv1d_as_matmul(self.conv, x)  # (B, C_out, T)
         return self.conv(x)  # (B, C_out, T)
 
 
@@ -217,6 +255,8 @@ class CausalConvTranspose1d(nn.Module):
         self.conv = nn.ConvTranspose1d(in_dim, out_dim, kernel, stride=stride)
         self._stride = stride
         self._held = (kernel - 1) // stride
+        weights = self.conv.weight.numel()
+        self._as_matmul = kernel % stride == 0 and weights >= MATMUL_CONV_WEIGHTS
 
     def forward(self, x: torch.Tensor, state: StreamState | None = None) -> torch.Tensor:
         count = x.shape[-1] * self._stride
@@ -224,7 +264,10 @@ class CausalConvTranspose1d(nn.Module):
         if state is not None:
             x = state.join(self, x, self._held)  # (B, C_in, held + T)
             held = self._held * self._stride
-        x = self.conv(x)  # (B, C_out, (held + T - 1)·stride + kernel)
+        if self._as_matmul:
+            x = conv_transpose1d_as_matmul(self.conv, x)
+        else:
+            x = self.conv(x)  # (B, C_out, (held + T - 1)·stride + kernel)
         return x[..., held : held + count]  # (B, C_out, T·stride)
 
 
