@@ -200,24 +200,25 @@ def write_models(size: str, models_dir: Path, engines: tuple[str, ...], lines: l
     return catalog
 
 
+def run_command(
+    command: list[str], timeout_s: int, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`command` in the repository, its output captured; CheckFailed past `timeout_s`."""
+    try:
+        return subprocess.run(
+            command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired as err:
+        raise CheckFailed(f"`{' '.join(command[2:])}` ran past {timeout_s} s") from err
+
+
 def run_behaviour_tests(device: str, tests: str, lines: list[str]) -> None:
     """tests/test_server.py (`-k tests`) with every test server on `device`."""
     command = [sys.executable, "-m", "pytest", TEST_FILE, "-q", "-p", "no:cacheprovider"]
     if tests:
         command += ["-k", tests]
     env = {**os.environ, "MULTITTS_TEST_DEVICE": device}
-    try:
-        result = subprocess.run(
-            command,
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TEST_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as err:
-        raise CheckFailed(f"`{' '.join(command)}` ran past {TEST_TIMEOUT_S} s") from err
+    result = run_command(command, TEST_TIMEOUT_S, env)
     output = result.stdout.strip().splitlines()
     lines.append(f"- `{' '.join(command[2:])}` on {device}: {output[-1] if output else '?'}")
     if result.returncode != 0:
@@ -370,17 +371,7 @@ def run_benchmark(
     if size == "full-size":
         command += ["--full-size", "--models-dir", str(models_dir)]
     command += ["--json", str(work / "benchmark.json")]
-    try:
-        result = subprocess.run(
-            command,
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=BENCHMARK_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as err:
-        raise CheckFailed(f"the benchmark ran past {BENCHMARK_TIMEOUT_S} s") from err
+    result = run_command(command, BENCHMARK_TIMEOUT_S)
     if result.returncode != 0:
         lines += ["```", *result.stderr.strip().splitlines()[-LOG_LINES:], "```"]
         raise CheckFailed(f"the benchmark failed (exit {result.returncode})")
