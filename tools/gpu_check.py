@@ -51,7 +51,8 @@ from wyoming_multitts.engines.outetts.dialects import version_of_vocoder
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODELS_DIR = REPO / "local" / "gpu-check-models"
-DEFAULT_REPORT = Path("gpu-check.md")
+DEFAULT_REPORT = REPO / "local" / "gpu-check.md"
+"""Beside the models, in the git-ignored local/."""
 DEFAULT_RUNS = 2
 """Benchmark rounds per voice and mode: the least that pairs server and raw runs both ways."""
 TEST_FILE = "tests/test_server.py"
@@ -134,6 +135,7 @@ class Report:
         ]
         for step in self.steps:
             lines += ["", f"## {step.name}", "", *step.lines]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
     @property
