@@ -277,7 +277,10 @@ def worker_gpu_mb(pid: int) -> float | None:
     for line in result.stdout.splitlines():
         listed_pid, _, used = line.partition(",")
         if listed_pid.strip() == str(pid):
-            return float(used) * MIB / 1e6
+            try:
+                return float(used) * MIB / 1e6
+            except ValueError:  # "[N/A]" where the driver does not tell (some containers)
+                return None
     return None
 
 

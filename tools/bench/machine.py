@@ -94,8 +94,9 @@ def nvidia_gpus() -> list[str]:
         return []
     gpus = []
     for line in lines.stdout.splitlines():
-        name, memory, driver = (field.strip() for field in line.rsplit(",", 2))
-        gpus.append(f"{name}, {memory}, driver {driver}")
+        fields = [field.strip() for field in line.rsplit(",", 2)]
+        if len(fields) == 3:  # name, memory, driver
+            gpus.append(f"{fields[0]}, {fields[1]}, driver {fields[2]}")
     return gpus
 
 
