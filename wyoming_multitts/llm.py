@@ -187,6 +187,19 @@ def built_backends() -> set[str]:
     }
 
 
+def place_on_device(params: Any, llama_device: str, path: Path) -> ctypes.Array:
+    """Set model load `params` to put every layer of `path` on backend device `llama_device`
+    (`CUDA0`, …). Returns the NULL-terminated device list `params` points to, which must outlive
+    the load call."""
+    handle = next((d.handle for d in backend_devices() if d.name == llama_device), None)
+    if handle is None:
+        raise LlamaError(f"llama.cpp device {llama_device} vanished while loading {path}")
+    device_list = (ctypes.c_void_p * 2)(handle, None)
+    params.devices = ctypes.cast(device_list, ctypes.c_void_p)
+    params.n_gpu_layers = OFFLOAD_ALL_LAYERS
+    return device_list
+
+
 def ggml_row_bytes(ggml_type: int, n: int) -> int:
     """Bytes of a row of `n` values of ggml type `ggml_type` (ggml's `ggml_row_size`).
 
@@ -468,16 +481,7 @@ class LlamaModel:
         if device.llama_device is None or vocab_only:
             params.n_gpu_layers = 0
         else:
-            handle = next(
-                (d.handle for d in backend_devices() if d.name == device.llama_device), None
-            )
-            if handle is None:
-                raise LlamaError(
-                    f"llama.cpp device {device.llama_device} vanished while loading {path}"
-                )
-            device_list = (ctypes.c_void_p * 2)(handle, None)  # NULL-terminated
-            params.devices = ctypes.cast(device_list, ctypes.c_void_p)
-            params.n_gpu_layers = OFFLOAD_ALL_LAYERS
+            device_list = place_on_device(params, device.llama_device, path)
         _LOGGER.debug("Loading %s on %s", path, device.llama_device or "CPU")
         model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
         del device_list

@@ -2,7 +2,7 @@
 
 The method: prefill a prompt in batches of BATCH_TOKENS (flash attention off), then greedy steps
 of a 1-row `llama_batch`, `llama_decode` and `np.argmax` over the logits. Nothing of
-`wyoming_multitts.llm` is used but its list of backend devices, so the figures are a ceiling
+`wyoming_multitts.llm` is used but its placement on a device, so the figures are a ceiling
 the server's loop is measured against. Models fed with embedding rows instead of tokens (the
 Qwen3-TTS talker and code predictor) use the same calls with `llama_batch.embd` and read the
 hidden state as well.
@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 import llama_cpp
 import numpy as np
 
-from wyoming_multitts.llm import OFFLOAD_ALL_LAYERS, backend_devices
+from wyoming_multitts.llm import place_on_device
 
 BATCH_TOKENS = 512
 """n_batch and n_ubatch, as the server's `LlamaModel` uses (llama.cpp's default n_batch)."""
@@ -60,10 +60,7 @@ def raw_lm(
         model_params.n_gpu_layers = 0
         device_list = None  # must outlive the load call
         if llama_device is not None:
-            handle = next(d.handle for d in backend_devices() if d.name == llama_device)
-            device_list = (ctypes.c_void_p * 2)(handle, None)  # NULL-terminated
-            model_params.devices = ctypes.cast(device_list, ctypes.c_void_p)
-            model_params.n_gpu_layers = OFFLOAD_ALL_LAYERS
+            device_list = place_on_device(model_params, llama_device, path)
         model = llama_cpp.llama_model_load_from_file(str(path).encode(), model_params)
         del device_list
         if not model:
