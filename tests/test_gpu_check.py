@@ -6,7 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tools.gpu_check import BUFFER, LOADED, OFFLOADED, Placement
+from tools.bench.server import LOAD_LINE
+from tools.gpu_check import BUFFER, OFFLOADED, Placement
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ("environment", "models", "behaviour tests", "placement", "benchmark")
@@ -50,7 +51,7 @@ def test_log_lines_are_read_per_worker() -> None:
         "100 INFO wyoming_multitts.registry: Loaded model orpheus-3b (orpheus) on cuda:0 in "
         "3.1 s: worker 4242, estimated 2822 MB, 2900 MB counted, torch holds 80 MB of GPU memory"
     )
-    match = LOADED.search(loaded)
+    match = LOAD_LINE.search(loaded)
     assert match is not None
     assert (match["model"], match["device"], match["pid"], match["torch_mb"]) == (
         "orpheus-3b",

@@ -62,11 +62,6 @@ PLACEMENT_TEXT = "The front door is locked."
 LOG_FORMAT = "%(process)d %(levelname)s %(name)s: %(message)s"
 """The server's `--log-format` here: each line names its process, so the worker's llama.cpp
 lines can be told apart."""
-LOADED = re.compile(
-    r"Loaded model (?P<model>\S+) \((?P<engine>\w+)\) on (?P<device>\S+) .*?"
-    r"worker (?P<pid>\d+)(?:.*?torch holds (?P<torch_mb>[\d.]+) MB of GPU memory)?"
-)
-"""The registry's INFO line once a model has loaded (registry.py)."""
 OFFLOADED = re.compile(
     r"^(?P<pid>\d+) .*offloaded (?P<on_gpu>\d+)/(?P<layers>\d+) layers to GPU", re.MULTILINE
 )
@@ -110,6 +105,8 @@ class Report:
     size: str
     steps: list[Step] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    gpus: list[str] = field(default_factory=nvidia_gpus)
+    """`nvidia-smi`'s GPUs, asked once."""
 
     def add(self, step: Step) -> None:
         """Record a finished step and rewrite the file."""
@@ -124,7 +121,7 @@ class Report:
             "",
             f"- Device: {self.device}; models: {self.size}; {len(self.steps)} steps in "
             f"{elapsed:.0f} s; {platform.node()}, Python {platform.python_version()}",
-            *[f"- GPU: {gpu}" for gpu in nvidia_gpus()],
+            *[f"- GPU: {gpu}" for gpu in self.gpus],
             "",
             "| step | result | seconds |",
             "| --- | --- | --- |",
@@ -313,7 +310,10 @@ def check_placement(
                 failed.append(f"{model}: {type(err).__name__}: {err}")
                 continue
             log = server.log_text()
-            loaded = [m for m in LOADED.finditer(log) if m["model"] == model][-1]
+            loaded = server.load_line(model)
+            if loaded is None:
+                failed.append(f"{model}: no load line in the server's log")
+                continue
             pid = int(loaded["pid"])
             layers = [
                 (int(m["on_gpu"]), int(m["layers"]))

@@ -27,8 +27,9 @@ LOG_TAIL_CHARS = 3000
 """How much of the server log an error message quotes."""
 
 LOAD_LINE = re.compile(
-    r"Loaded model (?P<model>\S+) \(.*?\) on \S+ in (?P<seconds>[\d.]+) s: "
-    r"worker (?P<pid>\d+), estimated (?P<estimated_mb>[\d.]+) MB"
+    r"Loaded model (?P<model>\S+) \((?P<engine>\w+)\) on (?P<device>\S+) in "
+    r"(?P<seconds>[\d.]+) s: worker (?P<pid>\d+), estimated (?P<estimated_mb>[\d.]+) MB, "
+    r"[\d.]+ MB counted(?:, torch holds (?P<torch_mb>[\d.]+) MB of GPU memory)?"
 )
 """The INFO line `registry.py` logs when a model has loaded."""
 PEAK_RESIDENT = re.compile(r"^VmHWM:\s+(\d+) kB$", re.MULTILINE)
@@ -168,13 +169,13 @@ class BenchServer:
 
     def load_seconds(self, model: str) -> float | None:
         """Load time of `model` from the log (None if it did not log one)."""
-        match = self._load_line(model)
+        match = self.load_line(model)
         return None if match is None else float(match["seconds"])
 
     def worker_memory(self, model: str) -> tuple[float | None, float | None]:
         """(the registry's estimate, the worker's peak resident memory so far), in MB, of
         `model`'s worker (None where the log or /proc does not tell)."""
-        match = self._load_line(model)
+        match = self.load_line(model)
         if match is None:
             return None, None
         try:
@@ -184,7 +185,7 @@ class BenchServer:
         peak = PEAK_RESIDENT.search(status)
         return float(match["estimated_mb"]), None if peak is None else int(peak[1]) * 1024 / 1e6
 
-    def _load_line(self, model: str) -> re.Match[str] | None:
+    def load_line(self, model: str) -> re.Match[str] | None:
         """The last `Loaded model` line of `model`."""
         found = [m for m in LOAD_LINE.finditer(self.log_text()) if m["model"] == model]
         return found[-1] if found else None
