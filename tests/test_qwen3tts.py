@@ -432,6 +432,6 @@ def test_bad_voice_options_are_named(
 
 
 def test_bad_model_option_is_named(snapshot: Path) -> None:
-    message = r"matrix_type must be one of f16, f32, q8_0, q6_k, q4_k, not 'q4'"
+    message = r"matrix_type must be one of auto, f16, bf16, f32, q8_0, q6_k, q4_k, not 'q4'"
     with pytest.raises(OptionError, match=message):
         load_engine(snapshot, matrix_type="q4")

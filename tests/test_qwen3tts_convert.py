@@ -25,8 +25,9 @@ import torch
 from tools.modelgen import qwen3tts
 from tools.modelgen.gguf_lm import quantize_gguf
 from wyoming_multitts.catalog import parse_catalog
-from wyoming_multitts.devices import resolve_device
+from wyoming_multitts.devices import Device, resolve_device
 from wyoming_multitts.engines.qwen3tts.checkpoint import LAYER_TENSORS, PREDICTOR_PREFIX
+from wyoming_multitts.engines.qwen3tts.config import AUTO_MATRIX_TYPE, stored_matrix_type
 from wyoming_multitts.engines.qwen3tts.convert import ConvertedQwen3TTS, convert
 from wyoming_multitts.engines.qwen3tts.predictor import head_logits, torch_heads
 from wyoming_multitts.engines.qwen3tts.tables import map_npz
@@ -46,11 +47,13 @@ Q8_LOGITS_TOLERANCE = 5e-2
 the full-size 0.6B's random weights give 3.2e-2, and 1.1e-3 with f16)."""
 Q8_HIDDEN_TOLERANCE = 3e-2
 """The same for a 32-wide Q8_0 predictor's hidden state against float64 (measured 1.0e-2)."""
-K_QUANT_TOLERANCES = {"q6_k": (0.1, 0.1), "q4_k": (0.35, 0.3)}
-"""max |k-quant - f32| / max |f32| of the 256-wide talker's logits after a prefill, and of its
-predictor's hidden state for the same rows (measured q6_k 4.9e-2 and 5.6e-2, q4_k 2.0e-1 and
-1.6e-1; q8_0 gives 1.8e-2 and 1.9e-2 on the same model): each of the 8 random layers adds its
-weights' rounding (Q4_K's is ~7 % rms); docs/benchmarks.md has the full-size figures."""
+WIDE_TOLERANCES = {"bf16": (0.015, 0.015), "q6_k": (0.1, 0.1), "q4_k": (0.35, 0.3)}
+"""max |type - f32| / max |f32| of the 256-wide talker's logits after a prefill, and of its
+predictor's hidden state for the same rows (measured bf16 4.6e-3 and 3.7e-3, q6_k 4.9e-2 and
+5.6e-2, q4_k 2.0e-1 and 1.6e-1; f16 gives 6.3e-4 and 1.7e-3, q8_0 1.8e-2 and 1.9e-2 on the
+same model): each of the 8 random layers adds its weights' rounding (Q4_K's is ~7 % rms) or,
+for bf16, its activations' (8 significant bits); docs/benchmarks.md has the full-size
+figures."""
 WIDE_STACK = qwen3tts.LmConfig(256, 512, 8, 2, 1, 128, 32768)
 """A talker whose every matrix row is whole k-quant blocks of 256, with 8 layers: llama.cpp's
 Q4_K_M gives more bits to layers 0, 3, 6 and 7 of 8 (and 2 and 4 of the 5-layer predictor)."""
@@ -58,6 +61,7 @@ WIDE_MROPE_SECTION = (24, 20, 20)
 """mrope_section of head_dim 128 (the released models')."""
 
 llama_cpp = pytest.importorskip("llama_cpp")
+from wyoming_multitts import llm  # noqa: E402  # needs llama_cpp
 from wyoming_multitts.llm import LlamaModel  # noqa: E402  # needs llama_cpp
 
 
@@ -430,7 +434,8 @@ def test_q8_0_quantizes_a_predictor_of_whole_blocks(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def wide(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ConvertedQwen3TTS]:
-    """A tiny snapshot with 256-wide stacks (WIDE_STACK), converted f32, q6_k and q4_k."""
+    """A tiny snapshot with 256-wide stacks (WIDE_STACK), converted f32 and each WIDE_TOLERANCES
+    type."""
     directory = tmp_path_factory.mktemp("qwen3tts-wide")
     shape = dataclasses.replace(
         qwen3tts.TINY_SHAPE,
@@ -443,7 +448,7 @@ def wide(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ConvertedQwen3TT
         matrix_type: convert(
             directory / "snapshot", directory / matrix_type, matrix_type=matrix_type
         )
-        for matrix_type in ("f32", "q6_k", "q4_k")
+        for matrix_type in ("f32", *WIDE_TOLERANCES)
     }
 
 
@@ -473,6 +478,52 @@ def test_q4_k_talker_is_llama_cpp_q4_k_m(
     assert read_gguf_metadata(wide["q4_k"].talker)["general.file_type"] == q4_k_m
 
 
+def test_bf16_conversion_holds_the_release_weights_exactly(
+    wide: dict[str, ConvertedQwen3TTS],
+) -> None:
+    """Every matrix BF16, bit for bit the snapshot's bf16 values (f16 loses the tiniest)."""
+    converted = wide["bf16"]
+    talker = tensor_types(converted.talker)
+    assert talker == {name: "F32" if "norm" in name else "BF16" for name in talker}
+    assert tensor_types(converted.code_predictor) == predictor_types(converted, "BF16")
+    bf16 = gguf.LlamaFileType.MOSTLY_BF16
+    assert read_gguf_metadata(converted.talker)["general.file_type"] == bf16
+    stored = next(
+        tensor
+        for tensor in gguf.GGUFReader(converted.talker).tensors
+        if tensor.name == "blk.3.ffn_up.weight"
+    )
+    bits = np.asarray(stored.data).view(np.uint16).astype(np.uint32) << 16
+    snapshot = SafetensorsFiles.open(converted.talker.parent.parent / "snapshot")
+    release = snapshot.get("talker.model.layers.3.mlp.up_proj.weight")  # bf16 → float32
+    np.testing.assert_array_equal(bits.view(np.float32).reshape(release.shape), release)
+
+
+@pytest.mark.parametrize(
+    ("features", "llama_device", "expected"),
+    [
+        ({"AVX2", "AVX512_BF16"}, None, "bf16"),
+        ({"AVX2", "F16C"}, None, "f16"),
+        ({"AVX512_BF16"}, "CUDA0", "f16"),
+    ],
+)
+def test_auto_matrix_type_is_bf16_where_the_cpu_multiplies_it(
+    monkeypatch: pytest.MonkeyPatch, features: set[str], llama_device: str | None, expected: str
+) -> None:
+    """`auto` stores bf16 where llama.cpp runs the stacks on a CPU with bf16 dot products, f16
+    elsewhere; an explicit type is kept as it is."""
+    monkeypatch.setattr(llm, "system_features", lambda: frozenset(features))
+    device = Device("test", llama_device, "cpu")
+    assert stored_matrix_type(AUTO_MATRIX_TYPE, device) == expected
+    assert stored_matrix_type("f16", device) == "f16"
+
+
+def test_system_features_name_this_cpu() -> None:
+    """llama.cpp's own report of this machine: every x86 build it runs on has SSE3, every ARM
+    one NEON."""
+    assert llm.system_features() & {"SSE3", "NEON"}
+
+
 def test_q6_k_conversion_is_q6_k_throughout(wide: dict[str, ConvertedQwen3TTS]) -> None:
     """Every matrix Q6_K (llama.cpp's Q6_K file) but the predictor's ffn_down (BF16)."""
     talker = tensor_types(wide["q6_k"].talker)
@@ -497,17 +548,15 @@ def stack_outputs(converted: ConvertedQwen3TTS, rows: np.ndarray) -> tuple[np.nd
     return outputs[0][0], outputs[1][1]
 
 
-@pytest.mark.parametrize("matrix_type", list(K_QUANT_TOLERANCES))
-def test_k_quant_conversion_runs_close_to_f32(
-    wide: dict[str, ConvertedQwen3TTS], matrix_type: str
-) -> None:
+@pytest.mark.parametrize("matrix_type", list(WIDE_TOLERANCES))
+def test_conversion_runs_close_to_f32(wide: dict[str, ConvertedQwen3TTS], matrix_type: str) -> None:
     with np.load(wide["f32"].tables) as npz:
         text = npz["text_embeddings"][[5, 77, 200, 301]]  # (4, 256)
         codec = npz["codec_embeddings"][[3, 17, 1045]]  # (3, 256)
     rows = np.concatenate([text, codec]).astype(np.float32)  # (7, 256): a prefill
     expected_logits, expected_hidden = stack_outputs(wide["f32"], rows)
     logits, hidden = stack_outputs(wide[matrix_type], rows)
-    logits_tolerance, hidden_tolerance = K_QUANT_TOLERANCES[matrix_type]
+    logits_tolerance, hidden_tolerance = WIDE_TOLERANCES[matrix_type]
     _close(logits, expected_logits, logits_tolerance)
     _close(hidden, expected_hidden, hidden_tolerance)
 

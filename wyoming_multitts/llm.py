@@ -56,6 +56,8 @@ SEQUENCE = 0
 """The one sequence id every batch and KV-cache call uses (a context holds one sequence)."""
 GGML_TYPE_F32 = 0
 """`enum ggml_type` of float32, whose rows are copied as they are (it has no `to_float`)."""
+SYSTEM_FEATURE = re.compile(r"(\w+) = 1\b")
+"""A feature this llama.cpp build uses, as `llama_print_system_info` lists them (`AVX2 = 1`)."""
 BACKEND_LIBRARY = re.compile(r"libggml-(\w+)\.(?:so|dylib|dll)")
 """A ggml backend's library (`libggml-cuda.so.0`; `libggml-base` holds no backend)."""
 TOKEN_EMBD = "token_embd.weight"
@@ -185,6 +187,13 @@ def built_backends() -> set[str]:
         for path in lib_dir.glob("libggml-*")
         if (match := BACKEND_LIBRARY.match(path.name)) and match[1] != "base"
     }
+
+
+def system_features() -> frozenset[str]:
+    """What this llama.cpp build found and uses, as `llama_print_system_info` marks it `= 1`:
+    its CPU backend's instruction sets (`AVX2`, `AVX512_BF16`, `NEON`, …) and the like."""
+    init_runtime()
+    return frozenset(SYSTEM_FEATURE.findall(llama_cpp.llama_print_system_info().decode()))
 
 
 def place_on_device(params: Any, llama_device: str, path: Path) -> ctypes.Array:

@@ -25,7 +25,7 @@ import torch
 from wyoming_multitts.catalog import ModelSpec
 from wyoming_multitts.codecs.qwen3_12hz import Qwen3Codec12Hz, load_qwen3_codec
 from wyoming_multitts.devices import Device, torch_device_for
-from wyoming_multitts.engines.qwen3tts.config import Qwen3Options
+from wyoming_multitts.engines.qwen3tts.config import Qwen3Options, stored_matrix_type
 from wyoming_multitts.engines.qwen3tts.convert import convert_once
 from wyoming_multitts.engines.qwen3tts.predictor import PREFILL_ROWS, head_logits, torch_heads
 from wyoming_multitts.engines.qwen3tts.tables import map_npz
@@ -105,7 +105,7 @@ def open_qwen3(
     `model_dir` on `device`, as the engine places them, converting it first if the server has
     not yet."""
     options = apply_options(Qwen3Options(), model.options)
-    converted = convert_once(model_dir, options.matrix_type)
+    converted = convert_once(model_dir, stored_matrix_type(options.matrix_type, device))
     torch_device = torch_device_for(device)
     codec = load_qwen3_codec(model_dir / "speech_tokenizer", torch_device)
     config = converted.config

@@ -16,6 +16,7 @@ from typing import Any
 import gguf
 import numpy as np
 
+from ...devices import Device
 from ...errors import ConvertError
 from ...formats import read_json_object
 from ...sampling import SamplingConfig
@@ -77,6 +78,12 @@ MATRIX_TYPES = {
     "f16": MatrixType(
         np.float16, None, gguf.GGMLQuantizationType.BF16, gguf.LlamaFileType.MOSTLY_F16
     ),
+    "bf16": MatrixType(
+        np.float16,
+        gguf.GGMLQuantizationType.BF16,
+        gguf.GGMLQuantizationType.BF16,
+        gguf.LlamaFileType.MOSTLY_BF16,
+    ),
     "f32": MatrixType(np.float32, None, None, gguf.LlamaFileType.ALL_F32),
     "q8_0": MatrixType(
         np.float16,
@@ -99,16 +106,39 @@ MATRIX_TYPES = {
     ),
 }
 """`matrix_type` option → storage. The quantized types shrink what the talker and predictor
-read per step, which sets their CPU time (they are memory-bound): q8_0 is Q8_0 (blocks of 32
-8-bit values, 8.5 bits a weight), q6_k llama.cpp's Q6_K file (every matrix Q6_K, 6.56 bits)
-and q4_k its Q4_K_M mix, the usual 4-bit one (Q4_K, 4.5 bits; Q6_K for the output head and for
-attn_v and ffn_down in about half of the layers, `gguf_files.block_type`). In all but f32 the
-predictor's `ffn_down` is BF16 (f16 too: its activations overflow fp16) and the tables f16
+read per step, which sets their CPU time (they are memory-bound). bf16 holds the release's
+bf16 weights exactly, as f16 does all but their tiniest, and ggml rounds the activations to
+bf16 instead of fp16: about 0.9x the time of f16 a step where the CPU has bf16 dot products
+(AVX512_BF16; AUTO_MATRIX_TYPE picks it there; docs/benchmarks.md, "bf16"). q8_0 is Q8_0
+(blocks of 32 8-bit values, 8.5 bits a weight), q6_k llama.cpp's Q6_K file (every matrix
+Q6_K, 6.56 bits) and q4_k its Q4_K_M mix, the usual 4-bit one (Q4_K, 4.5 bits; Q6_K for the
+output head and for attn_v and ffn_down in about half of the layers, `gguf_files.block_type`).
+In all but f32 the predictor's `ffn_down` is BF16 (f16 too: its activations overflow fp16)
+and the tables f16
 (rows are looked up, never multiplied). 0.6B on 2 cores, raw loop, f16 / q8_0 / q6_k / q4_k:
 talker 26 / 20 / 17 / 14 ms a step, predictor 81 / 60 / 55 / 44 ms a frame (f16 with its
 ffn_down still F32; BF16 makes it 1.15–1.19x faster); logits drift from f32 by 1e-3 / 3e-2 /
 9e-2 / 2.5e-1 of their largest on random weights (docs/benchmarks.md, "4- and 6-bit
 options")."""
+AUTO_MATRIX_TYPE = "auto"
+"""The default `matrix_type`: bf16 where llama.cpp runs the stacks on a CPU with bf16 dot
+products, f16 elsewhere (`stored_matrix_type`). Both store the same bytes."""
+NATIVE_BF16_FEATURE = "AVX512_BF16"
+"""The CPU feature (`llm.system_features`) with which ggml multiplies BF16 matrices in one
+instruction per 32 values (`_mm512_dpbf16_ps`) where F16 ones take a conversion of each: Zen 4
+and 5, Intel from Cooper Lake and Sapphire Rapids. Elsewhere (AVX2-only x86 like the N100,
+ARM) f16 stays: bf16 was not measured there, and f16 is what llama.cpp's converter writes."""
+
+
+def stored_matrix_type(matrix_type: str, device: Device) -> str:
+    """The `MATRIX_TYPES` key that option `matrix_type` stores on `device`: itself, or for
+    AUTO_MATRIX_TYPE bf16 or f16 (the same bytes, so estimates need not ask)."""
+    if matrix_type != AUTO_MATRIX_TYPE:
+        return matrix_type
+    from ... import llm  # imports llama.cpp: only when a model really loads
+
+    on_cpu = device.llama_device is None
+    return "bf16" if on_cpu and NATIVE_BF16_FEATURE in llm.system_features() else "f16"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -343,10 +373,11 @@ class Qwen3Options:
     max_frames: int = 1024
     """Most frames per text piece (12.5 per second: 1024 ≈ 82 s); sizes the talker's context.
     Each piece is also capped at FRAMES_PER_TEXT_TOKEN per text token (the runaway guard)."""
-    matrix_type: str = "f16"
-    """Weights of the converted GGUFs and tables: `f16`, `f32` (exact, twice the memory), or
-    talker and predictor matrices in `q8_0` (8-bit), `q6_k` or `q4_k` (llama.cpp's Q6_K and
-    Q4_K_M) with f16 tables: faster on CPUs (MATRIX_TYPES)."""
+    matrix_type: str = AUTO_MATRIX_TYPE
+    """Weights of the converted GGUFs and tables: `auto` (16 bits: bf16 on CPUs with bf16 dot
+    products, else f16), `f16`, `bf16`, `f32` (exact, twice the memory), or talker and
+    predictor matrices in `q8_0` (8-bit), `q6_k` or `q4_k` (llama.cpp's Q6_K and Q4_K_M) with
+    f16 tables: faster on CPUs (MATRIX_TYPES)."""
     codec_language: str = ""
     """The model's language tag: empty for the voice's language, `auto` for none, or a key of
     config.json's codec_language_id (e.g. `sichuan_dialect`)."""
@@ -382,9 +413,10 @@ class Qwen3Options:
     def __post_init__(self) -> None:
         if self.max_frames < 1:
             raise ValueError("max_frames must be at least 1")
-        if self.matrix_type not in MATRIX_TYPES:
+        choices = (AUTO_MATRIX_TYPE, *MATRIX_TYPES)
+        if self.matrix_type not in choices:
             raise ValueError(
-                f"matrix_type must be one of {', '.join(MATRIX_TYPES)}, not {self.matrix_type!r}"
+                f"matrix_type must be one of {', '.join(choices)}, not {self.matrix_type!r}"
             )
         if self.context_frames < -1 or self.first_chunk_frames < 1:
             raise ValueError("context_frames must be >= -1 and first_chunk_frames >= 1")

@@ -40,7 +40,7 @@ from ...sampling import Sampler, SamplingConfig
 from ...stats import PieceStats
 from ..base import VoiceSettings
 from .clone import VoiceCloner, refuse_reference
-from .config import BASE_KIND, Qwen3Options, generation_defaults
+from .config import BASE_KIND, Qwen3Options, generation_defaults, stored_matrix_type
 from .convert import ConvertedQwen3TTS, convert_once
 from .predictor import PREFILL_ROWS, CodePredictor
 from .prompt import (
@@ -117,7 +117,9 @@ class Qwen3TTS:
     def __init__(
         self, model: ModelSpec, paths: Mapping[str, Path], device: Device, threads: int
     ) -> None:
-        matrix_type = apply_options(Qwen3Options(), model.options).matrix_type
+        matrix_type = stored_matrix_type(
+            apply_options(Qwen3Options(), model.options).matrix_type, device
+        )
         self._name = model.name
         with contextlib.ExitStack() as self._stack:
             converted = convert_once(paths["model"], matrix_type)

@@ -29,7 +29,7 @@ from ...errors import EngineError, VoiceError
 from ...formats.safetensors import SafetensorsFiles
 from ...options import apply_options
 from .checkpoint import PREDICTOR_PREFIX
-from .config import MATRIX_TYPES, MatrixType, Qwen3Options
+from .config import AUTO_MATRIX_TYPE, MATRIX_TYPES, MatrixType, Qwen3Options
 from .prompt import PROMPT_ROWS_MAX
 from .tables import (
     CODEC_EMBEDDING,
@@ -44,6 +44,9 @@ SPEECH_TOKENIZER = Path("speech_tokenizer")
 until a Base model clones a voice in context)."""
 PREDICTOR_WIDE_RANGE = "mlp.down_proj.weight"
 """The predictor matrices stored in `MatrixType.wide_range` (see `gguf_files.write_predictor`)."""
+SIZE_OF_AUTO = "f16"
+"""The type whose sizes `auto` has: it stores bf16 or f16, the same bytes (estimates are made
+before the device is chosen)."""
 KV_BYTES_PER_VALUE = 2
 """The talker's KV cache is f16 (llama.cpp's default cache type)."""
 FLOAT32_BYTES = 4
@@ -58,7 +61,8 @@ def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
     """Resident bytes of `model` once loaded and speaking (see the module docstring)."""
     options = apply_options(Qwen3Options(), model.options)
     model_dir = paths["model"]
-    matrix = MATRIX_TYPES[options.matrix_type]
+    auto = options.matrix_type == AUTO_MATRIX_TYPE
+    matrix = MATRIX_TYPES[SIZE_OF_AUTO if auto else options.matrix_type]
     try:
         weights = SafetensorsFiles.open(model_dir)
         decoder = SafetensorsFiles.open(model_dir / SPEECH_TOKENIZER)
