@@ -55,7 +55,7 @@ from .raw_llama import RawLm, greedy_decode, prefill, quiet_llama_cpp, raw_lm
 
 WARMUP_PROMPT_TOKENS = 32
 WARMUP_DECODE_TOKENS = 8
-"""The warm-up run: graph allocation, page-in of the mmap'd weights."""
+"""The warm-up run: graph allocation and the first touch of every buffer."""
 CODEC_REPEATS = 7
 """Timed first-window codec decodes (after one warm-up); each is ~0.05-0.3 s on 2 cores."""
 SNAC_CODES_PER_FRAME = (1, 2, 4)

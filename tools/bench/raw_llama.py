@@ -58,6 +58,9 @@ def raw_lm(
     with contextlib.ExitStack() as stack:
         model_params = llama_cpp.llama_model_default_params()
         model_params.n_gpu_layers = 0
+        # weights read into buffers, as the server's workers load them (`LlamaModel`): with the
+        # huge-pages tunable this process inherits, both sides stream weights from 2 MB pages
+        model_params.load_mode = llama_cpp.LLAMA_LOAD_MODE_NONE
         device_list = None  # must outlive the load call
         if llama_device is not None:
             device_list = place_on_device(model_params, llama_device, path)
