@@ -108,18 +108,18 @@ MATRIX_TYPES = {
 """`matrix_type` option → storage. The quantized types shrink what the talker and predictor
 read per step, which sets their CPU time (they are memory-bound). bf16 holds the release's
 bf16 weights exactly, as f16 does all but their tiniest, and ggml rounds the activations to
-bf16 instead of fp16: about 0.9x the time of f16 a step where the CPU has bf16 dot products
-(AVX512_BF16; AUTO_MATRIX_TYPE picks it there; docs/benchmarks.md, "bf16"). q8_0 is Q8_0
-(blocks of 32 8-bit values, 8.5 bits a weight), q6_k llama.cpp's Q6_K file (every matrix
-Q6_K, 6.56 bits) and q4_k its Q4_K_M mix, the usual 4-bit one (Q4_K, 4.5 bits; Q6_K for the
-output head and for attn_v and ffn_down in about half of the layers, `gguf_files.block_type`).
-In all but f32 the predictor's `ffn_down` is BF16 (f16 too: its activations overflow fp16)
-and the tables f16
-(rows are looked up, never multiplied). 0.6B on 2 cores, raw loop, f16 / q8_0 / q6_k / q4_k:
-talker 26 / 20 / 17 / 14 ms a step, predictor 81 / 60 / 55 / 44 ms a frame (f16 with its
-ffn_down still F32; BF16 makes it 1.15–1.19x faster); logits drift from f32 by 1e-3 / 3e-2 /
-9e-2 / 2.5e-1 of their largest on random weights (docs/benchmarks.md, "4- and 6-bit
-options")."""
+bf16 instead of fp16; where the CPU has bf16 dot products (AVX512_BF16, where
+AUTO_MATRIX_TYPE picks it) the prompt's prefill runs 1.2-1.6x and a whole request 1.06x as
+fast as f16 (docs/benchmarks.md, "Qwen3-TTS in bf16 where the CPU has bf16 dot products").
+q8_0 is Q8_0 (blocks of 32 8-bit values, 8.5 bits a weight), q6_k llama.cpp's Q6_K file
+(every matrix Q6_K, 6.56 bits) and q4_k its Q4_K_M mix, the usual 4-bit one (Q4_K, 4.5 bits;
+Q6_K for the output head and for attn_v and ffn_down in about half of the layers,
+`gguf_files.block_type`). In all but f32 the predictor's `ffn_down` is BF16 (f16 too: its
+activations overflow fp16) and the tables f16 (rows looked up, and the predictor's heads,
+multiplied in torch). 0.6B on 2 cores, raw loop, f16 / q8_0 / q6_k / q4_k: talker 26 / 20 /
+17 / 14 ms a step, predictor 81 / 60 / 55 / 44 ms a frame (f16 with its ffn_down still F32;
+BF16 makes it 1.15–1.19x faster); logits drift from f32 by 1e-3 / 3e-2 / 9e-2 / 2.5e-1 of
+their largest on random weights (docs/benchmarks.md, "4- and 6-bit options")."""
 AUTO_MATRIX_TYPE = "auto"
 """The default `matrix_type`: bf16 where llama.cpp runs the stacks on a CPU with bf16 dot
 products, f16 elsewhere (`stored_matrix_type`). Both store the same bytes."""
