@@ -141,10 +141,13 @@ def test_greedy_codes_and_audio_equal_qwen_tts(
 
 
 @pytest.mark.slow
-def test_default_f16_conversion_gives_the_same_greedy_codes(
-    snapshot: Path, tmp_path: Path, oracle: dict[str, np.ndarray]
+@pytest.mark.parametrize("matrix_type", ["auto", "f16", "bf16"])
+def test_16_bit_conversions_give_the_same_greedy_codes(
+    snapshot: Path, tmp_path: Path, oracle: dict[str, np.ndarray], matrix_type: str
 ) -> None:
-    with copied_engine(snapshot, tmp_path, matrix_type="f16") as loaded:
+    """The default (`auto`: bf16 on CPUs with bf16 dot products, else f16) and both 16-bit
+    types it picks from give qwen-tts's greedy codes, every one of ORACLE_FRAMES."""
+    with copied_engine(snapshot, tmp_path, matrix_type=matrix_type) as loaded:
         speak(loaded, TEXT, voice(max_frames=ORACLE_FRAMES, **GREEDY))
         assert np.array_equal(loaded.last_codes, oracle["codes"])
 
