@@ -35,7 +35,7 @@ from .test_qwen3tts_convert import run_oracle
 THREADS = 2
 ORACLE_FRAMES = 12
 """Greedy frames compared with qwen-tts (it runs ORACLE_FRAMES + 1 talker steps); all equal, also
-with the default f16 conversion (measured)."""
+with the 16-bit conversions (measured)."""
 GREEDY = {"temperature": 0, "subtalker_temperature": 0}
 """Voice options that make both samplers greedy (qwen-tts `do_sample=False`,
 `subtalker_dosample=False`); the repetition penalty stays on, as in qwen-tts."""
