@@ -356,7 +356,7 @@ def _serve(
     started = time.perf_counter()
     with open_runs(model, speaker, window, threads, device, decode_tokens, decode_frames) as runs:
         load_s = time.perf_counter() - started
-        runs.warm_up(rng)  # graph allocation, page-in of the weights
+        runs.warm_up(rng)  # graph allocation, first touch of every buffer
         _reply({"load_s": load_s, "n_ctx": window.n_ctx})
         for line in sys.stdin:
             request = json.loads(line)

@@ -139,7 +139,8 @@ def open_qwen3(
 
 
 def warm_up(raw: Qwen3Raw, rng: np.random.Generator) -> None:
-    """Graph allocation and page-in of the weights: a short prompt and two frames."""
+    """Graph allocation and the first touch of weights, tables and buffers: a short prompt and
+    two frames."""
     prefill(raw.talker, 8, rng)
     for position in (8, 9):
         raw.frame(position)
