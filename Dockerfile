@@ -35,6 +35,7 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG ACCEL=cpu
 WORKDIR /app
 COPY docker/install-server docker/
+COPY script/llama-cpp-flags script/
 RUN ACCEL="${ACCEL}" docker/install-server build-packages
 
 ARG TORCH_VERSION=2.13.0
