@@ -20,7 +20,8 @@ from tools.modelgen.wavtokenizer import TINY_WAVTOKENIZER, write_tiny_wavtokeniz
 from wyoming_multitts.devices import CPU, Device
 from wyoming_multitts.errors import LlamaError
 from wyoming_multitts.formats.gguf import LmShape, read_gguf_tensors
-from wyoming_multitts.llm import LlamaModel, TokenRows, flash_attention
+from wyoming_multitts.llm.model import LlamaModel, flash_attention
+from wyoming_multitts.llm.token_rows import TokenRows
 
 THREADS = 2
 N_CTX = 64

@@ -20,7 +20,7 @@ from wyoming_multitts.engines.outetts import engine as outetts
 from wyoming_multitts.engines.outetts.prompt10 import DEFAULT_SAMPLING
 from wyoming_multitts.errors import EngineError, OptionError, SpeakerError
 from wyoming_multitts.formats.gguf import gguf_attention_scores_bytes, gguf_kv_cache_bytes
-from wyoming_multitts.llm import DEFAULT_BATCH
+from wyoming_multitts.llm.model import DEFAULT_BATCH
 from wyoming_multitts.stats import PieceStats
 
 MODEL = "outetts-1.0-tiny"

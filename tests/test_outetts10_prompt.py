@@ -36,7 +36,7 @@ from wyoming_multitts.engines.outetts import prompt10 as op
 from wyoming_multitts.engines.outetts import speakers10
 from wyoming_multitts.engines.outetts.prompt10 import Frame, OuteTokens10, ReplyReader, WordGuide
 from wyoming_multitts.errors import LlamaError, SpeakerError, VocabularyError
-from wyoming_multitts.llm import LlamaModel
+from wyoming_multitts.llm.model import LlamaModel
 
 from .conftest import oracle_python
 

@@ -30,7 +30,7 @@ from wyoming_multitts.engines.outetts.prompt import (
     ReplyParser,
 )
 from wyoming_multitts.errors import LlamaError, SpeakerError, VocabularyError
-from wyoming_multitts.llm import LlamaModel
+from wyoming_multitts.llm.model import LlamaModel
 from wyoming_multitts.text import SpokenWord, spoken_words
 
 N_CTX = 512

@@ -1,4 +1,4 @@
-"""`llm.ggml_quantize`: llama.cpp's own quantizer, read back by gguf-py's independent numpy
+"""`formats.ggml.ggml_quantize`: llama.cpp's own quantizer, read back by gguf-py's independent numpy
 dequantizer, for the block types the Qwen3-TTS conversion writes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("llama_cpp")
-from wyoming_multitts.llm import ggml_quantize  # noqa: E402  # needs llama_cpp
+from wyoming_multitts.formats.ggml import ggml_quantize  # noqa: E402  # needs llama_cpp
 
 QuantType = gguf.GGMLQuantizationType
 SUPER_BLOCK = 256

@@ -61,8 +61,8 @@ WIDE_MROPE_SECTION = (24, 20, 20)
 """mrope_section of head_dim 128 (the released models')."""
 
 llama_cpp = pytest.importorskip("llama_cpp")
-from wyoming_multitts import llm  # noqa: E402  # needs llama_cpp
-from wyoming_multitts.llm import LlamaModel  # noqa: E402  # needs llama_cpp
+from wyoming_multitts.llm import build  # noqa: E402  # needs llama_cpp
+from wyoming_multitts.llm.model import LlamaModel  # noqa: E402  # needs llama_cpp
 
 
 @pytest.fixture(scope="module")
@@ -512,7 +512,7 @@ def test_auto_matrix_type_is_bf16_where_the_cpu_multiplies_it(
 ) -> None:
     """`auto` stores bf16 where llama.cpp runs the stacks on a CPU with bf16 dot products, f16
     elsewhere; an explicit type is kept as it is."""
-    monkeypatch.setattr(llm, "system_features", lambda: frozenset(features))
+    monkeypatch.setattr(build, "system_features", lambda: frozenset(features))
     device = Device("test", llama_device, "cpu")
     assert stored_matrix_type(AUTO_MATRIX_TYPE, device) == expected
     assert stored_matrix_type("f16", device) == "f16"
@@ -521,7 +521,7 @@ def test_auto_matrix_type_is_bf16_where_the_cpu_multiplies_it(
 def test_system_features_name_this_cpu() -> None:
     """llama.cpp's own report of this machine: every x86 build it runs on has SSE3, every ARM
     one NEON."""
-    assert llm.system_features() & {"SSE3", "NEON"}
+    assert build.system_features() & {"SSE3", "NEON"}
 
 
 def test_q6_k_conversion_is_q6_k_throughout(wide: dict[str, ConvertedQwen3TTS]) -> None:

@@ -10,7 +10,7 @@ from typing import AsyncIterator
 
 import pytest
 
-from wyoming_multitts import llm
+from wyoming_multitts.llm import build
 from wyoming_multitts.catalog import Catalog, load_catalog
 from wyoming_multitts.devices import (
     CPU,
@@ -209,7 +209,7 @@ def test_the_backends_built_are_read_from_the_libraries_beside_libllama() -> Non
     """A backend whose device is missing (a CUDA build without a driver) registers no device,
     so the error for its device names the backend; this CPU build has the CPU one only among
     the kinds a device names."""
-    backends = llm.built_backends()
+    backends = build.built_backends()
     assert "cpu" in backends
     assert "base" not in backends  # libggml-base holds no backend
     assert not backends & {"cuda", "vulkan", "metal", "hexagon"}

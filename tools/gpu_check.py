@@ -165,7 +165,7 @@ def check_environment(device: str, lines: list[str]) -> None:
     import llama_cpp
     import torch
 
-    from wyoming_multitts import llm
+    from wyoming_multitts.llm import build
 
     cuda = torch.cuda.is_available()
     gpu = f", {torch.cuda.get_device_name(0)}" if cuda else ""
@@ -173,7 +173,7 @@ def check_environment(device: str, lines: list[str]) -> None:
         f"- torch {torch.__version__} (CUDA {torch.version.cuda or 'none'}): "
         f"CUDA available {cuda}{gpu}"
     )
-    devices = llm.backend_devices()
+    devices = build.backend_devices()
     lines.append(
         f"- llama-cpp-python {llama_cpp.__version__}: devices "
         + ", ".join(f"{d.name} ({d.description})" for d in devices)

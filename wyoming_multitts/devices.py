@@ -65,9 +65,9 @@ def resolve_device(name: str, uses_llama: bool = True) -> Device:
         return CPU
     if not uses_llama:
         return _torch_only_device(kind, index)
-    from . import llm  # imports llama.cpp: only when a model really loads
+    from .llm import build  # imports llama.cpp: only when a model really loads
 
-    available = [dev.name for dev in llm.backend_devices() if dev.kind != "cpu"]
+    available = [dev.name for dev in build.backend_devices() if dev.kind != "cpu"]
     if kind == "auto":
         for candidate in AUTO_PREFERENCE:
             wanted = f"{LLAMA_DEVICE_PREFIX[candidate]}0"
@@ -77,7 +77,7 @@ def resolve_device(name: str, uses_llama: bool = True) -> Device:
     wanted = f"{LLAMA_DEVICE_PREFIX[kind]}{index}"
     if wanted not in available:
         has = ", ".join(available) or "CPU only"
-        if BACKEND_OF_KIND[kind] in llm.built_backends():
+        if BACKEND_OF_KIND[kind] in build.built_backends():
             raise DeviceError(
                 f"device {name} needs the llama.cpp device {wanted}: this llama-cpp-python has "
                 f"the {BACKEND_OF_KIND[kind]} backend, but it found no such device (it has: "

@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 import llama_cpp
 import numpy as np
 
-from wyoming_multitts.llm import place_on_device
+from wyoming_multitts.llm.model import place_on_device
 
 BATCH_TOKENS = 512
 """n_batch and n_ubatch, as the server's `LlamaModel` uses (llama.cpp's default n_batch)."""
@@ -48,12 +48,14 @@ def raw_lm(
     n_batch: int = BATCH_TOKENS,
     rows: bool = False,
     llama_device: str | None = None,
+    extra_buffers: bool = True,
 ) -> Iterator[RawLm]:
     """Load `path` with the server's context size and threads, every layer on `llama_device`
     (`CUDA0`, …; None: the CPU); free it afterwards.
 
     `rows=True` makes a context fed with embedding rows that also returns the hidden state
     (llama.cpp's `embeddings` on), as `LlamaModel(hidden_states=True)` does.
+    `extra_buffers=False` keeps ggml's extra buffer types (repacked weights) off.
     """
     with contextlib.ExitStack() as stack:
         model_params = llama_cpp.llama_model_default_params()
@@ -61,6 +63,7 @@ def raw_lm(
         # weights read into buffers, as the server's workers load them (`LlamaModel`): with the
         # huge-pages tunable this process inherits, both sides stream weights from 2 MB pages
         model_params.load_mode = llama_cpp.LLAMA_LOAD_MODE_NONE
+        model_params.use_extra_bufts = extra_buffers
         device_list = None  # must outlive the load call
         if llama_device is not None:
             device_list = place_on_device(model_params, llama_device, path)

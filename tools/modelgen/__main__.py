@@ -129,9 +129,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     # gguf-py announces its endianness for every file it writes
     logging.getLogger("gguf").setLevel(logging.DEBUG if args.debug else logging.WARNING)
     if args.size == "full-size":
-        from wyoming_multitts.llm import (
-            init_runtime,  # llama.cpp's log into `logging` (quantizing is chatty)
-        )
+        # llama.cpp's log into `logging` (quantizing is chatty)
+        from wyoming_multitts.llm.build import init_runtime
 
         init_runtime()
 

@@ -1,6 +1,6 @@
 """WavTokenizer decoding (OuteTTS 0.2/0.3's vocoder): llama.cpp's network, then our numpy ISTFT.
 
-llama.cpp runs the network (`wavtokenizer-dec` GGUF, loaded as an encoder through `llm.py`) and
+llama.cpp runs the network (`wavtokenizer-dec` GGUF, loaded as an encoder through `llm.model`) and
 returns one spectrum frame per code; `istft` turns the frames into 24 kHz audio the way
 WavTokenizer's `ISTFTHead` (padding "same") does. This is torch's maths, not llama.cpp's tts.cpp
 port: tts.cpp's naive inverse DFT divides by 641 and skips the Hermitian doubling of the interior
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..devices import Device
 from ..errors import LlamaError
-from ..llm import LlamaModel
+from ..llm.model import LlamaModel
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -215,7 +215,7 @@ class GgufTensor:
 
     def stored(self) -> np.ndarray:
         """`load()` as it goes into the file: `dtype`, or quantized to `quant` by llama.cpp's
-        own ggml (`llm.ggml_quantize`): gguf-py's numpy quantizer has no k-quants, and for Q8_0
+        own ggml (`ggml.ggml_quantize`): gguf-py's numpy quantizer has no k-quants, and for Q8_0
         and BF16 the two write the same bytes (tests/test_quantize.py)."""
         data: np.ndarray = np.ascontiguousarray(
             self.load(), dtype=self.dtype if self.quant is None else np.float32
@@ -224,8 +224,8 @@ class GgufTensor:
             raise ValueError(f"{self.name}: {data.shape} != {self.shape}")
         if self.quant is None:
             return data
-        # pylint: disable-next=import-outside-toplevel  # llm imports this module; writers only
-        from ..llm import ggml_quantize
+        # pylint: disable-next=import-outside-toplevel  # llama.cpp: writers only
+        from .ggml import ggml_quantize
 
         rows = data.reshape(-1, self.shape[-1])  # (rows, n) float32
         return ggml_quantize(int(self.quant), rows).reshape(self.stored_shape())  # uint8
@@ -430,6 +430,6 @@ def gguf_kv_cache_bytes(path: Path, n_ctx: int) -> int:
 def gguf_attention_scores_bytes(path: Path, n_ctx: int, n_batch: int) -> int:
     """Bytes of the float32 attention scores (n_ctx x n_batch x heads) that plain attention
     keeps in llama.cpp's compute buffer when a batch of `n_batch` tokens is evaluated `n_ctx`
-    deep: what a CPU context (no flash attention, `llm.flash_attention`) touches at most."""
+    deep: what a CPU context (no flash attention, `llm.model.flash_attention`) touches at most."""
     _, n_head, _, _ = _attention_shape(path)
     return n_ctx * n_batch * n_head * ATTENTION_SCORE_BYTES

@@ -38,7 +38,9 @@ from ...formats.gguf import (
     read_gguf_metadata,
     read_gguf_tensors,
 )
-from ...llm import TOKEN_EMBD, LlamaModel, TokenRows, ggml_row_bytes
+from ...formats.ggml import ggml_row_bytes
+from ...llm.model import LlamaModel
+from ...llm.token_rows import TOKEN_EMBD, TokenRows
 
 _LOGGER = logging.getLogger(__name__)
 

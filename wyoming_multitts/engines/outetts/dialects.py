@@ -28,7 +28,7 @@ from ...codecs.windowed import StreamWindows
 from ...devices import Device, set_torch_threads, torch_device_for
 from ...errors import EngineError, LlamaError, OptionError
 from ...formats.gguf import GGUF_MAGIC
-from ...llm import LlamaModel
+from ...llm.model import LlamaModel
 from ...sampling import SamplingConfig
 from ...text import spoken_words
 from . import prompt, prompt10, speakers, speakers10

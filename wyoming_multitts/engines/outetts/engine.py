@@ -30,7 +30,7 @@ from ...codecs.windowed import StreamWindows, WindowedDecoder
 from ...devices import Device
 from ...errors import EngineError, context
 from ...formats.gguf import gguf_attention_scores_bytes, gguf_kv_cache_bytes
-from ...llm import DEFAULT_BATCH, LlamaModel
+from ...llm.model import DEFAULT_BATCH, LlamaModel
 from ...options import VoiceOptions, apply_options
 from ...sampling import Sampler
 from ...stats import PieceStats

@@ -124,7 +124,7 @@ AUTO_MATRIX_TYPE = "auto"
 """The default `matrix_type`: bf16 where llama.cpp runs the stacks on a CPU with bf16 dot
 products, f16 elsewhere (`stored_matrix_type`). Both store the same bytes."""
 NATIVE_BF16_FEATURE = "AVX512_BF16"
-"""The CPU feature (`llm.system_features`) with which ggml multiplies BF16 matrices in one
+"""The CPU feature (`llm.build.system_features`) with which ggml multiplies BF16 matrices in one
 instruction per 32 values (`_mm512_dpbf16_ps`) where F16 ones take a conversion of each: Zen 4
 and 5, Intel from Cooper Lake and Sapphire Rapids. Elsewhere (AVX2-only x86 like the N100,
 ARM) f16 stays: bf16 was not measured there, and f16 is what llama.cpp's converter writes."""
@@ -135,10 +135,10 @@ def stored_matrix_type(matrix_type: str, device: Device) -> str:
     AUTO_MATRIX_TYPE bf16 or f16 (the same bytes, so estimates need not ask)."""
     if matrix_type != AUTO_MATRIX_TYPE:
         return matrix_type
-    from ... import llm  # imports llama.cpp: only when a model really loads
+    from ...llm import build  # imports llama.cpp: only when a model really loads
 
     on_cpu = device.llama_device is None
-    return "bf16" if on_cpu and NATIVE_BF16_FEATURE in llm.system_features() else "f16"
+    return "bf16" if on_cpu and NATIVE_BF16_FEATURE in build.system_features() else "f16"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from ...codecs.qwen3_12hz import load_qwen3_codec
 from ...codecs.windowed import WindowedDecoder
 from ...devices import Device, set_torch_threads, torch_device_for
 from ...errors import EngineError
-from ...llm import LlamaModel
+from ...llm.model import LlamaModel
 from ...options import VoiceOptions, apply_options
 from ...sampling import Sampler, SamplingConfig
 from ...stats import PieceStats

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import torch
 
-from ...llm import LlamaModel
+from ...llm.model import LlamaModel
 from ...sampling import Sampler
 from .tables import Qwen3Tables
 

@@ -1,17 +1,12 @@
-"""The one wrapper around llama-cpp-python: load a GGUF on a device, evaluate tokens, read logits.
+"""A GGUF language model on a device with one context: load it, read its vocabulary, evaluate
+tokens or embedding rows, read logits.
 
 Three kinds of context: a decoder fed token ids (`decode` → logits), a decoder fed embedding
 rows that also returns its final hidden state (`hidden_states=True`, `decode_embeddings` →
 logits and hidden state; the Qwen3-TTS talker as a stock `qwen3` GGUF), and an encoder
 (`embeddings=True`, `encode` → one row per token; the WavTokenizer vocoder). A decoder fed token
 ids also takes embedding rows (`decode_rows` → logits), for a model whose prompt tokens are not
-in its own vocabulary: the Orpheus reduced output head reads them from the original GGUF with
-`TokenRows`, exactly as llama.cpp would.
-
-We use llama.cpp's C API through llama-cpp-python's ctypes bindings rather than its `Llama`
-class: engines need raw logits per step (they sample themselves, over a few thousand candidate
-tokens), exact control of the KV cache, and no stdout/stderr redirection while the server may be
-writing to stdout. Native objects are owned by an `ExitStack` and freed in reverse order.
+in its own vocabulary (`token_rows.TokenRows`).
 """
 
 from __future__ import annotations
@@ -19,181 +14,26 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
-import mmap
-import re
-import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 import llama_cpp
 import numpy as np
-from llama_cpp import _ggml
 
-from .errors import LlamaError
-from .formats.gguf import read_gguf_tensors
+from ..errors import LlamaError
+from .batches import SEQUENCE, EncoderBatch, RowBatch, TokenBatch
+from .build import backend_devices, init_runtime
 
 _LOGGER = logging.getLogger(__name__)
-_LLAMA_LOGGER = logging.getLogger("llama.cpp")
 
-GGML_LOG_LEVELS = {
-    0: logging.DEBUG,
-    1: logging.DEBUG,
-    2: logging.DEBUG,
-    3: logging.WARNING,
-    4: logging.ERROR,
-}
-"""`enum ggml_log_level` → logging level; llama.cpp's INFO chatter (metadata) goes to DEBUG."""
-GGML_LOG_CONTINUE = 5
-"""ggml level meaning "continuation of the previous message"."""
-GGML_DEVICE_KINDS = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel"}
-"""`enum ggml_backend_dev_type` (ggml-backend.h)."""
 OFFLOAD_ALL_LAYERS = 999
 """`n_gpu_layers` that puts every layer on the chosen device (llama.cpp caps it at n_layer)."""
 DEFAULT_BATCH = 512
 """Tokens evaluated per `llama_decode` call during prefill (llama.cpp's default n_batch)."""
-SEQUENCE = 0
-"""The one sequence id every batch and KV-cache call uses (a context holds one sequence)."""
-GGML_TYPE_F32 = 0
-"""`enum ggml_type` of float32, whose rows are copied as they are (it has no `to_float`)."""
-SYSTEM_FEATURE = re.compile(r"(\w+) = 1\b")
-"""A feature this llama.cpp build uses, as `llama_print_system_info` lists them (`AVX2 = 1`)."""
-BACKEND_LIBRARY = re.compile(r"libggml-(\w+)\.(?:so|dylib|dll)")
-"""A ggml backend's library (`libggml-cuda.so.0`; `libggml-base` holds no backend)."""
-TOKEN_EMBD = "token_embd.weight"
-"""The embedding matrix of every llama.cpp language model (`LLM_TENSOR_TOKEN_EMBD`)."""
-
-_INIT_LOCK = threading.Lock()
-_initialized = False
-_log_state = {"level": logging.DEBUG}
-
-
-@llama_cpp.llama_log_callback
-def _log_to_logging(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
-    """Route llama.cpp's log lines to the `llama.cpp` logger (set once, kept alive here)."""
-    if level != GGML_LOG_CONTINUE:
-        _log_state["level"] = GGML_LOG_LEVELS.get(level, logging.DEBUG)
-    message = text.decode("utf-8", errors="replace").rstrip("\n")
-    if message:
-        _LLAMA_LOGGER.log(_log_state["level"], "%s", message)
-
-
-def _ggml_function(name: str, restype: Any, argtypes: list[Any]) -> Any:
-    function = getattr(_ggml.libggml, name)
-    function.restype = restype
-    function.argtypes = argtypes
-    return function
-
-
-_dev_count = _ggml_function("ggml_backend_dev_count", ctypes.c_size_t, [])
-_dev_get = _ggml_function("ggml_backend_dev_get", ctypes.c_void_p, [ctypes.c_size_t])
-_dev_name = _ggml_function("ggml_backend_dev_name", ctypes.c_char_p, [ctypes.c_void_p])
-_dev_description = _ggml_function(
-    "ggml_backend_dev_description", ctypes.c_char_p, [ctypes.c_void_p]
-)
-_dev_type = _ggml_function("ggml_backend_dev_type", ctypes.c_int, [ctypes.c_void_p])
-_reg_count = _ggml_function("ggml_backend_reg_count", ctypes.c_size_t, [])
-_load_all_backends = _ggml_function("ggml_backend_load_all", None, [])
-
-
-class _TypeTraits(ctypes.Structure):
-    """`struct ggml_type_traits` (ggml.h, llama-cpp-python 0.3.36)."""
-
-    _fields_ = [
-        ("type_name", ctypes.c_char_p),
-        ("blck_size", ctypes.c_int64),
-        ("blck_size_interleave", ctypes.c_int64),
-        ("type_size", ctypes.c_size_t),
-        ("is_quantized", ctypes.c_bool),
-        ("to_float", ctypes.c_void_p),
-        ("from_float_ref", ctypes.c_void_p),
-    ]
-
-
-_type_traits = _ggml_function("ggml_get_type_traits", ctypes.POINTER(_TypeTraits), [ctypes.c_int])
-_ToFloat = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
-"""`ggml_to_float_t`: (const void * x, float * y, int64_t k)."""
-_quantize_chunk = _ggml_function(
-    "ggml_quantize_chunk",
-    ctypes.c_size_t,
-    [
-        ctypes.c_int,  # enum ggml_type type
-        ctypes.c_void_p,  # const float * src
-        ctypes.c_void_p,  # void * dst
-        ctypes.c_int64,  # int64_t start (values into src)
-        ctypes.c_int64,  # int64_t nrows
-        ctypes.c_int64,  # int64_t n_per_row
-        ctypes.c_void_p,  # const float * imatrix (NULL: none)
-    ],
-)
-"""Bytes written (ggml.h, llama-cpp-python 0.3.36)."""
-_quantize_requires_imatrix = _ggml_function(
-    "ggml_quantize_requires_imatrix", ctypes.c_bool, [ctypes.c_int]
-)
-GGML_ACTIVATION_TYPES = frozenset({9, 15})
-"""Q8_1 and Q8_K (`enum ggml_type`): what ggml converts activations to, never weights;
-`ggml_quantize_chunk` has no case for them and aborts the process."""
-
-
-def init_runtime() -> None:
-    """Once per process: load llama.cpp's backends and send its logs to `logging`."""
-    global _initialized
-    with _INIT_LOCK:
-        if _initialized:
-            return
-        llama_cpp.llama_log_set(_log_to_logging, ctypes.c_void_p(0))
-        llama_cpp.llama_backend_init()
-        if _reg_count() == 0:  # builds with dynamically loaded backends (GGML_BACKEND_DL)
-            _load_all_backends()
-        _initialized = True
-
-
-@dataclass(frozen=True)
-class BackendDevice:
-    """One ggml backend device of this llama.cpp build."""
-
-    name: str
-    """`CPU`, `CUDA0`, `Vulkan0`, `MTL0`, `HTP0`, …"""
-    description: str
-    kind: str
-    """`cpu`, `gpu`, `igpu` or `accel`."""
-    handle: int
-
-
-def backend_devices() -> list[BackendDevice]:
-    """Every device this build of llama.cpp can run on."""
-    init_runtime()
-    devices = []
-    for index in range(_dev_count()):
-        handle = _dev_get(index)
-        devices.append(
-            BackendDevice(
-                name=_dev_name(handle).decode(),
-                description=(_dev_description(handle) or b"").decode(),
-                kind=GGML_DEVICE_KINDS.get(_dev_type(handle), "other"),
-                handle=handle,
-            )
-        )
-    return devices
-
-
-def built_backends() -> set[str]:
-    """The ggml backends this llama-cpp-python was built with (`cpu`, `cuda`, `vulkan`, …), by
-    their libraries beside libllama: one whose device is missing (no driver, no GPU) registers
-    no device but still has its library."""
-    lib_dir = Path(llama_cpp.__file__).parent / "lib"
-    return {
-        match[1]
-        for path in lib_dir.glob("libggml-*")
-        if (match := BACKEND_LIBRARY.match(path.name)) and match[1] != "base"
-    }
-
-
-def system_features() -> frozenset[str]:
-    """What this llama.cpp build found and uses, as `llama_print_system_info` marks it `= 1`:
-    its CPU backend's instruction sets (`AVX2`, `AVX512_BF16`, `NEON`, …) and the like."""
-    init_runtime()
-    return frozenset(SYSTEM_FEATURE.findall(llama_cpp.llama_print_system_info().decode()))
+KERNEL_CHECK_TOKENS = 8
+"""Tokens a decoder evaluates once at load, then forgets. Several tokens at once take the matrix
+kernels of a prompt (ggml's AMX and repacked kernels have separate paths for one row and for
+several), so a kernel this CPU refuses (SIGILL) fails the load, not the first request."""
 
 
 def place_on_device(params: Any, llama_device: str, path: Path) -> ctypes.Array:
@@ -208,111 +48,6 @@ def place_on_device(params: Any, llama_device: str, path: Path) -> ctypes.Array:
     params.n_gpu_layers = OFFLOAD_ALL_LAYERS
     return device_list
 
-
-def ggml_row_bytes(ggml_type: int, n: int) -> int:
-    """Bytes of a row of `n` values of ggml type `ggml_type` (ggml's `ggml_row_size`).
-
-    ValueError for a type this ggml does not know (ggml_get_type_traits would assert) or a row
-    that is not a whole number of blocks.
-    """
-    traits = _traits(ggml_type)
-    if n % traits.blck_size:
-        raise ValueError(
-            f"a row of {n} is not whole blocks of {traits.blck_size} ({_name(traits)})"
-        )
-    return int(traits.type_size) * n // traits.blck_size
-
-
-def ggml_quantize(ggml_type: int, values: np.ndarray) -> np.ndarray:
-    """`values` (rows, n) in ggml type `ggml_type`: (rows, bytes per row) uint8, the bytes
-    llama.cpp's own `ggml_quantize_chunk` writes (what `llama-quantize` writes without an
-    importance matrix). gguf-py's numpy quantizer has no k-quants (Q4_K, Q6_K).
-
-    ValueError for a type that needs an importance matrix or is an activation type, or rows
-    that are not whole blocks: ggml checks these with asserts that abort the process, or not
-    at all in release builds.
-    """
-    rows = np.ascontiguousarray(values, np.float32)  # (rows, n)
-    if rows.ndim != 2:
-        raise ValueError(f"ggml quantizes rows: (rows, n) values, not {rows.shape}")
-    n_rows, n = rows.shape
-    row_bytes = ggml_row_bytes(ggml_type, n)
-    if ggml_type in GGML_ACTIVATION_TYPES or _quantize_requires_imatrix(ggml_type):
-        raise ValueError(f"ggml cannot quantize weights to {_name(_traits(ggml_type))} alone")
-    out = np.empty((n_rows, row_bytes), np.uint8)  # (rows, bytes per row)
-    _quantize_chunk(ggml_type, rows.ctypes.data, out.ctypes.data, 0, n_rows, n, None)
-    return out
-
-
-def _traits(ggml_type: int) -> _TypeTraits:
-    if not 0 <= ggml_type < llama_cpp.GGML_TYPE_COUNT:
-        raise ValueError(f"ggml type {ggml_type} is unknown to this llama-cpp-python")
-    traits = _type_traits(ggml_type).contents
-    if traits.blck_size <= 0 or traits.type_size == 0:  # ids of types removed from ggml
-        raise ValueError(f"ggml type {ggml_type} ({_name(traits)}) has no data layout")
-    return traits
-
-
-def _name(traits: _TypeTraits) -> str:
-    return (traits.type_name or b"?").decode()
-
-
-class TokenRows:
-    """Rows of a GGUF's embedding matrix as float32, the values llama.cpp's CPU backend makes of
-    them for token ids.
-
-    The matrix is memory-mapped (only the rows asked for are read). Each row goes through ggml's
-    own `to_float` for its type, the function the CPU `get_rows` of quantized types calls; F16
-    and BF16 widen exactly in both, and F32 rows are copied as `get_rows` copies them
-    (docs/engines.md, "Orpheus: reduced output head"). Not thread-safe, like `LlamaModel`.
-    """
-
-    def __init__(self, path: Path, tensor: str = TOKEN_EMBD) -> None:
-        """Map `tensor` of the GGUF at `path`; LlamaError when it is missing or unreadable."""
-        self.path = path
-        info = read_gguf_tensors(path).get(tensor)
-        if info is None or len(info.dims) != 2:
-            raise LlamaError(f"{path} has no 2-D tensor {tensor}; is it a language model GGUF?")
-        self.n_embd, self.n_rows = info.dims
-        try:
-            row_bytes = ggml_row_bytes(info.ggml_type, self.n_embd)
-            to_float = _traits(info.ggml_type).to_float
-        except ValueError as err:
-            raise LlamaError(f"{path}: {tensor}: {err}") from err
-        if not to_float and info.ggml_type != GGML_TYPE_F32:
-            raise LlamaError(f"{path}: ggml cannot convert the rows of {tensor} to float")
-        self._to_float = _ToFloat(to_float) if to_float else None
-        with open(path, "rb") as file:
-            self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        size = self.n_rows * row_bytes
-        if info.offset + size > len(self._map):
-            self._map.close()
-            raise LlamaError(f"{path} ends inside {tensor}: a truncated download? delete it")
-        data = np.frombuffer(self._map, np.uint8, size, info.offset)  # (size,) the file's bytes
-        self._rows: np.ndarray | None = data.reshape(self.n_rows, row_bytes)  # (n_rows, bytes)
-
-    def __call__(self, ids: Sequence[int]) -> np.ndarray:
-        """The rows of `ids`, (len(ids), n_embd) float32; LlamaError for an id out of range."""
-        if self._rows is None:
-            raise LlamaError(f"{self.path}: the token rows were closed")
-        index = np.asarray(ids, np.int64)  # (n,)
-        if index.ndim != 1 or index.size == 0:
-            raise ValueError(f"token rows need a non-empty 1-D sequence of ids, got {index.shape}")
-        bad = index[(index < 0) | (index >= self.n_rows)]
-        if bad.size:
-            raise LlamaError(f"{self.path}: token id {bad[0]} is outside its {self.n_rows} rows")
-        raw = self._rows[index]  # (n, row_bytes) uint8, a copy
-        if self._to_float is None:
-            return raw.view(np.float32)  # (n, n_embd) float32
-        rows = np.empty((index.size, self.n_embd), np.float32)  # (n, n_embd)
-        for i in range(index.size):  # one call per row, as get_rows makes
-            self._to_float(raw[i].ctypes.data, rows[i].ctypes.data, self.n_embd)
-        return rows
-
-    def close(self) -> None:
-        """Unmap the file (idempotent)."""
-        self._rows = None  # the view must go before the map can close
-        self._map.close()
 
 
 class LlamaPlacement(Protocol):
@@ -387,8 +122,10 @@ class LlamaModel:
         self.vocab_only = vocab_only
         self.n_batch = n_ctx if embeddings else n_batch
         self._stack = contextlib.ExitStack()
-        self._embd_batch: Any = None
-        """The batch of `decode_embeddings` and `decode_rows` (token = NULL, embd = rows)."""
+        self._tokens: TokenBatch | None = None
+        self._rows: RowBatch | None = None
+        """The batch of `decode_embeddings` and `decode_rows`, made on first use."""
+        self._encoder: EncoderBatch | None = None
         try:
             self._model = self._load_model(path, device, vocab_only)
             self._stack.callback(llama_cpp.llama_model_free, self._model)
@@ -410,8 +147,13 @@ class LlamaModel:
         """Width of one `encode` row (WavTokenizer: 1282, a spectrum frame)."""
         self.n_past = 0
         """Tokens in the KV cache (positions 0 … n_past-1)."""
-        if embeddings:
-            self._prepare_encoder_batch()
+        if not (vocab_only or embeddings):
+            self._check_kernels()
+
+    def _check_kernels(self) -> None:
+        """Evaluate `KERNEL_CHECK_TOKENS` tokens once and forget them (see there)."""
+        self.decode(range(min(KERNEL_CHECK_TOKENS, self.n_vocab)))
+        self.reset()
 
     def _create_context(self, n_ctx: int, threads: int, device: LlamaPlacement) -> Any:
         """The context (one sequence) and the batches of a model that evaluates; owned by the
@@ -446,20 +188,19 @@ class LlamaModel:
                 f"{path} (out of memory?); see the llama.cpp log lines above"
             )
         self._stack.callback(llama_cpp.llama_free, context)
-
-        self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
-        self._stack.callback(llama_cpp.llama_batch_free, self._batch)
-
+        if embeddings:
+            self._encoder = EncoderBatch(self.n_batch, self._stack)
+        else:
+            self._tokens = TokenBatch(self.n_batch, hidden_states, self._stack)
         if hidden_states:
-            self._add_embedding_batch()
+            self._add_row_batch()
         return context
 
-    def _add_embedding_batch(self) -> None:
-        """The batch for embedding rows (token = NULL, embd = n_batch rows of n_embd floats)."""
+    def _add_row_batch(self) -> RowBatch:
+        """The batch for embedding rows (n_batch rows of n_embd floats)."""
         self._check_plain_widths()
-        self._embd_batch = llama_cpp.llama_batch_init(self.n_batch, self.n_embd, 1)
-        self._stack.callback(llama_cpp.llama_batch_free, self._embd_batch)
-        self._prepare_embedding_batch()
+        self._rows = RowBatch(self.n_batch, self.n_embd, self.hidden_states, self._stack)
+        return self._rows
 
     def _check_plain_widths(self) -> None:
         """Input rows, hidden size and output rows must all be n_embd wide.
@@ -616,20 +357,10 @@ class LlamaModel:
                 f"{self.path}: context of {self.n_ctx} tokens is full "
                 f"({self.n_past} cached + {len(tokens)} new)"
             )
-        batch = self._batch
+        assert self._tokens is not None  # every decoder context has it
         for start in range(0, len(tokens), self.n_batch):
             part = tokens[start : start + self.n_batch]
-            batch.n_tokens = len(part)
-            for i, token in enumerate(part):
-                batch.token[i] = token
-                batch.pos[i] = self.n_past + i
-                batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = SEQUENCE
-                # a hidden-states context outputs every token anyway (llama.cpp overrides us)
-                batch.logits[i] = self.hidden_states or i == len(part) - 1
-            status = llama_cpp.llama_decode(self._ctx, batch)
-            if status != 0:
-                raise LlamaError(f"{self.path}: llama_decode failed with status {status}")
+            self._tokens.decode(self._ctx, part, self.n_past, self.path)
             self.n_past += len(part)
         logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
         return np.ctypeslib.as_array(logits, shape=(self.n_vocab,))  # (n_vocab,) float32 view
@@ -637,20 +368,6 @@ class LlamaModel:
     def _check_evaluates(self) -> None:
         if self.vocab_only:
             raise LlamaError(f"{self.path} is loaded vocabulary-only: it cannot evaluate")
-
-    def _prepare_embedding_batch(self) -> None:
-        """Fill the embedding batch's fixed fields once: sequence 0, an output per row."""
-        batch = self._embd_batch
-        size = self.n_batch
-        np.ctypeslib.as_array(batch.n_seq_id, shape=(size,))[:] = 1
-        # llama.cpp outputs every row when embeddings are on; say so rather than rely on it
-        # (`_evaluate_rows` flags the last row only on a plain context)
-        self._batch_outputs = np.ctypeslib.as_array(batch.logits, shape=(size,))  # (n_batch,) int8
-        self._batch_outputs[:] = 1
-        for i in range(size):
-            batch.seq_id[i][0] = SEQUENCE
-        self._batch_rows = np.ctypeslib.as_array(batch.embd, shape=(size, self.n_embd))
-        self._batch_pos = np.ctypeslib.as_array(batch.pos, shape=(size,))  # (n_batch,) int32
 
     def decode_embeddings(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Evaluate embedding rows (n, n_embd) float32 after what is cached, one position each.
@@ -665,7 +382,7 @@ class LlamaModel:
                 f"{self.path} was not loaded for embedding input " "(hidden_states=True)"
             )
         self._check_rows(rows)
-        self._evaluate_rows(rows)
+        self._evaluate_rows(rows, self._rows or self._add_row_batch())
         logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
         hidden = llama_cpp.llama_get_embeddings_ith(self._ctx, -1)
         if not logits or not hidden:
@@ -688,31 +405,20 @@ class LlamaModel:
         self._check_evaluates()
         if self.embeddings:
             raise LlamaError(f"{self.path} is loaded as an encoder: use encode")
-        if self._embd_batch is None:
-            self._add_embedding_batch()
+        row_batch = self._rows or self._add_row_batch()
         self._check_rows(rows)
-        self._evaluate_rows(rows)
+        self._evaluate_rows(rows, row_batch)
         logits = llama_cpp.llama_get_logits_ith(self._ctx, -1)
         if not logits:
             raise LlamaError(f"{self.path}: llama.cpp returned no logits")
         return np.ctypeslib.as_array(logits, shape=(self.n_vocab,))  # (n_vocab,) float32 view
 
-    def _evaluate_rows(self, rows: np.ndarray) -> None:
+    def _evaluate_rows(self, rows: np.ndarray, batch: RowBatch) -> None:
         """Run checked `rows` through llama_decode, n_batch at a time, after what is cached."""
-        batch = self._embd_batch
         for start in range(0, rows.shape[0], self.n_batch):
             part = rows[start : start + self.n_batch]  # (m, n_embd)
-            n_part = part.shape[0]
-            self._batch_rows[:n_part] = part
-            self._batch_pos[:n_part] = np.arange(self.n_past, self.n_past + n_part)
-            if not self.hidden_states:  # we read the last row's logits only (n_outputs_max 1)
-                self._batch_outputs[:n_part] = 0
-                self._batch_outputs[n_part - 1] = 1
-            batch.n_tokens = n_part
-            status = llama_cpp.llama_decode(self._ctx, batch)
-            if status != 0:
-                raise LlamaError(f"{self.path}: llama_decode failed with status {status}")
-            self.n_past += n_part
+            batch.decode(self._ctx, part, self.n_past, self.path)
+            self.n_past += part.shape[0]
 
     def _check_rows(self, rows: np.ndarray) -> None:
         """LlamaError unless `rows` is a finite (n >= 1, n_embd) float32 array that fits."""
@@ -732,17 +438,6 @@ class LlamaModel:
                 f"({self.n_past} cached + {rows.shape[0]} new)"
             )
 
-    def _prepare_encoder_batch(self) -> None:
-        """Fill the batch's fixed fields once: position i, sequence 0, an output per token."""
-        batch = self._batch
-        size = self.n_batch
-        np.ctypeslib.as_array(batch.pos, shape=(size,))[:] = np.arange(size)
-        np.ctypeslib.as_array(batch.n_seq_id, shape=(size,))[:] = 1
-        np.ctypeslib.as_array(batch.logits, shape=(size,))[:] = 1
-        for i in range(size):
-            batch.seq_id[i][0] = SEQUENCE
-        self._batch_tokens = np.ctypeslib.as_array(batch.token, shape=(size,))  # (n_batch,) int32
-
     def encode(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
         """Run the encoder over `tokens` as one sequence; rows (T, n_embd_out) float32, a copy.
 
@@ -750,7 +445,7 @@ class LlamaModel:
         n_ubatch >= n_tokens") for a sequence longer than the context, and rejects ids outside
         the vocabulary: both raise LlamaError before llama.cpp is called.
         """
-        if not self.embeddings:
+        if self._encoder is None:
             raise LlamaError(f"{self.path} was not loaded as an encoder (embeddings=True)")
         ids = np.asarray(tokens)
         if ids.ndim != 1 or ids.size == 0:
@@ -769,11 +464,7 @@ class LlamaModel:
                 f"{self.path}: id {bad} is outside the model's range " f"0..{self.n_vocab - 1}"
             )
         n_tokens = int(ids.size)
-        self._batch_tokens[:n_tokens] = ids
-        self._batch.n_tokens = n_tokens
-        status = llama_cpp.llama_encode(self._ctx, self._batch)
-        if status != 0:
-            raise LlamaError(f"{self.path}: llama_encode failed with status {status}")
+        self._encoder.encode(self._ctx, ids, self.path)
         rows = llama_cpp.llama_get_embeddings(self._ctx)
         if not rows:
             raise LlamaError(f"{self.path}: llama.cpp returned no embeddings after encode")
