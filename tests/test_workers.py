@@ -204,6 +204,28 @@ async def test_a_killed_worker_is_an_error_for_its_requests_only(server: Running
     assert worker_pid(server, "orpheus-tiny") != pid
 
 
+async def test_a_worker_killed_by_sigill_names_the_cpu_and_the_remedy(
+    server: RunningServer,
+) -> None:
+    """SIGILL is what a kernel this CPU refuses does to a worker (docs/cpus.md): the error says
+    so and how to rebuild, rather than a generic crash."""
+    await synthesize(server, "Load.", "tiny-tara")
+    pid = worker_pid(server, "orpheus-tiny")
+    async with server.client() as client:
+        request = Synthesize(text=LONG_TEXT, voice=SynthesizeVoice("tiny-tara"))
+        await client.write_event(request.event())
+        assert (await read_event(client)).type == "audio-start"  # type: ignore[union-attr]
+        os.kill(pid, signal.SIGILL)
+        events = await read_until(client, "audio-stop")
+    error = events[-1]
+    assert error.type == "error" and error.data["code"] == "cpu-refused-instruction", error
+    text = error.data["text"]
+    assert "voice tiny-tara" in text and "SIGILL" in text and "script/setup" in text
+    assert "\n" not in text
+    assert re.search(rf"ERROR:.*Worker {pid} for orpheus-tiny died of SIGILL", server.log())
+    assert (await synthesize(server, "Back again.", "tiny-tara"))[-1].type == "audio-stop"
+
+
 def aborting_gguf(tiny_models: Path, destination: Path) -> Path:
     """The tiny Orpheus GGUF with one token spelled like another: llama.cpp's vocabulary loader
     then fails `GGML_ASSERT(id_to_token.size() == token_to_id.size())` and aborts the process."""

@@ -87,6 +87,12 @@ class WorkerDiedError(VoiceError):
     code = "model-crashed"
 
 
+class RefusedInstructionError(WorkerDiedError):
+    """The worker died of SIGILL: its native code uses an instruction this CPU refuses."""
+
+    code = "cpu-refused-instruction"
+
+
 class LoadTimeoutError(VoiceError):
     """Loading took longer than `--load-timeout`; the worker was killed."""
 
@@ -112,6 +118,7 @@ VOICE_ERRORS: tuple[type[VoiceError], ...] = (
     ModelTooLargeError,
     ModelBusyError,
     WorkerDiedError,
+    RefusedInstructionError,
     LoadTimeoutError,
     InternalError,
 )

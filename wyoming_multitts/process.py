@@ -21,7 +21,14 @@ import numpy as np
 
 from . import channel
 from .engines.base import VoiceSettings
-from .errors import EngineError, LoadTimeoutError, VoiceError, WorkerDiedError, code_error
+from .errors import (
+    EngineError,
+    LoadTimeoutError,
+    RefusedInstructionError,
+    VoiceError,
+    WorkerDiedError,
+    code_error,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -31,6 +38,12 @@ CANCEL_SECONDS = 10.0
 """How long a cancelled request may take to stop inside the worker before the worker is killed
 (engines stop within one token or frame; this is for a worker stuck in native code)."""
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+REFUSED_INSTRUCTION = (
+    "an instruction this CPU or virtual machine refuses: llama-cpp-python (or torch) was built "
+    "for another CPU; rebuild it on this machine with script/setup, or rebuild the image "
+    "(docs/cpus.md)"
+)
+"""What SIGILL means for a worker, and what to do."""
 
 _request_ids = itertools.count(1)
 _Reply = TypeVar("_Reply")
@@ -57,6 +70,7 @@ def describe_exit(returncode: int | None) -> str:
             "model file or a GPU out of memory",
             "SIGKILL": "killed, e.g. by the kernel when memory ran out",
             "SIGSEGV": "a crash in native code",
+            "SIGILL": REFUSED_INSTRUCTION,
         }
         return f"{name}: {hints[name]}" if name in hints else name
     return f"exit status {returncode}"
@@ -195,6 +209,10 @@ class ModelProcess:
         reply = await self._replies.get()
         if reply is _DEAD:
             self._replies.put_nowait(_DEAD)  # everyone after us learns it too
+            if self._process.returncode == -signal.SIGILL:  # dies again on every start
+                raise RefusedInstructionError(
+                    f"{where}: the model's worker died of SIGILL, {REFUSED_INSTRUCTION}"
+                )
             raise WorkerDiedError(
                 f"{where}: the model's worker process died ({self.exit_cause()}); see the "
                 "server log for what it printed. The next request starts it again"
@@ -215,6 +233,10 @@ class ModelProcess:
                 self._process.kill()
         finally:
             await self._process.wait()
+            if self._process.returncode == -signal.SIGILL:
+                _LOGGER.error(
+                    "Worker %d for %s died of SIGILL, %s", self.pid, self.model, REFUSED_INSTRUCTION
+                )
             self._replies.put_nowait(_DEAD)
 
     # ---- ending
