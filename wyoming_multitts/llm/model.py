@@ -21,6 +21,7 @@ import llama_cpp
 import numpy as np
 
 from ..errors import LlamaError
+from ..formats.gguf import ARCHITECTURES
 from .batches import SEQUENCE, EncoderBatch, RowBatch, TokenBatch
 from .build import backend_devices, init_runtime
 
@@ -47,7 +48,6 @@ def place_on_device(params: Any, llama_device: str, path: Path) -> ctypes.Array:
     params.devices = ctypes.cast(device_list, ctypes.c_void_p)
     params.n_gpu_layers = OFFLOAD_ALL_LAYERS
     return device_list
-
 
 
 class LlamaPlacement(Protocol):
@@ -151,7 +151,11 @@ class LlamaModel:
             self._check_kernels()
 
     def _check_kernels(self) -> None:
-        """Evaluate `KERNEL_CHECK_TOKENS` tokens once and forget them (see there)."""
+        """Evaluate `KERNEL_CHECK_TOKENS` tokens once and forget them (see there). Only for the
+        language-model architectures we decode: another model in a decoder's place (a vocoder
+        GGUF given as the model) is the engine's to reject, and decoding it aborts llama.cpp."""
+        if self.metadata("general.architecture") not in ARCHITECTURES:
+            return
         self.decode(range(min(KERNEL_CHECK_TOKENS, self.n_vocab)))
         self.reset()
 
