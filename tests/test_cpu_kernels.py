@@ -119,9 +119,7 @@ quantizer keeps Q8_0, and falls back from Q4_K to the types such rows allow, as 
 real models' odd tensors)."""
 
 
-async def test_quantized_tiny_voices_speak_over_wyoming(
-    tiny_models: Path, tmp_path: Path
-) -> None:
+async def test_quantized_tiny_voices_speak_over_wyoming(tiny_models: Path, tmp_path: Path) -> None:
     """Every quantized kind of voice, through the server and its workers, on this CPU: Orpheus
     and OuteTTS at Q8_0 and Q4_K_M, Qwen3-TTS at `matrix_type: q8_0`."""
     tiny = yaml.safe_load((tiny_models / "voices.yaml").read_text())

@@ -10,7 +10,6 @@ from typing import AsyncIterator
 
 import pytest
 
-from wyoming_multitts.llm import build
 from wyoming_multitts.catalog import Catalog, load_catalog
 from wyoming_multitts.devices import (
     CPU,
@@ -20,6 +19,7 @@ from wyoming_multitts.devices import (
 )
 from wyoming_multitts.errors import DeviceError, EngineError, ModelFileError, ModelTooLargeError
 from wyoming_multitts.hub import Hub
+from wyoming_multitts.llm import build
 from wyoming_multitts.registry import ModelRegistry, RegistrySettings
 
 from .conftest import tiny_model_entry, write_catalog

@@ -62,9 +62,7 @@ _dev_name = ggml_function("ggml_backend_dev_name", ctypes.c_char_p, [ctypes.c_vo
 _dev_description = ggml_function("ggml_backend_dev_description", ctypes.c_char_p, [ctypes.c_void_p])
 _dev_type = ggml_function("ggml_backend_dev_type", ctypes.c_int, [ctypes.c_void_p])
 _reg_count = ggml_function("ggml_backend_reg_count", ctypes.c_size_t, [])
-_load_all_backends_from = ggml_function(
-    "ggml_backend_load_all_from_path", None, [ctypes.c_char_p]
-)
+_load_all_backends_from = ggml_function("ggml_backend_load_all_from_path", None, [ctypes.c_char_p])
 
 
 def init_runtime() -> None:

@@ -71,4 +71,3 @@ class TokenRows:
         """Unmap the file (idempotent)."""
         self._rows = None  # the view must go before the map can close
         self._map.close()
-

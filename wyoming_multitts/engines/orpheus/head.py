@@ -32,13 +32,13 @@ import numpy as np
 from ...devices import Device
 from ...errors import ConvertError, LlamaError
 from ...formats import PARTIAL_SUFFIX, conversion_lock
+from ...formats.ggml import ggml_row_bytes
 from ...formats.gguf import (
     GgufTensorInfo,
     read_gguf_fields,
     read_gguf_metadata,
     read_gguf_tensors,
 )
-from ...formats.ggml import ggml_row_bytes
 from ...llm.model import LlamaModel
 from ...llm.token_rows import TOKEN_EMBD, TokenRows
 
