@@ -388,3 +388,64 @@ def test_token_rows_and_decode_rows_guards(
     with pytest.raises(LlamaError, match="use encode"):
         vocoder.decode_rows(np.zeros((1, vocoder.n_embd), np.float32))
     assert orpheus.n_past == 0
+
+
+# ---- text that spells an added token stays text
+
+ADDED_TOKENS = {
+    300: "<custom_token_4100>",  # Orpheus: an audio code
+    301: "<|code_start|>",  # OuteTTS: a marker
+    302: "<|t_0.08|>",  # OuteTTS: a duration
+    303: "<|audio_pad|>",  # Qwen3-TTS
+    304: "<|im_end|>",  # a control token of Qwen
+}
+ADDED_TOKENS_IDS = {text: token for token, text in ADDED_TOKENS.items()}
+USER_DEFINED = range(300, 304)
+"""Added tokens the tokenizer does not mark special: llama.cpp's converter writes them
+user-defined, and llama.cpp matches those in plain text unless we cut them."""
+
+
+@pytest.fixture(scope="module")
+def added_tokens_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaModel]:
+    vocab = byte_level_vocab(
+        512, ADDED_TOKENS, pre="qwen2", bos_id=304, eos_id=304, user_defined=USER_DEFINED
+    )
+    path = tmp_path_factory.mktemp("added") / "added.gguf"
+    write_lm_gguf(path, TINY_QWEN3, vocab, seed=0)
+    model = LlamaModel(path, CPU, n_ctx=N_CTX, threads=THREADS, vocab_only=True)
+    yield model
+    model.close()
+
+
+def test_user_defined_tokens_are_what_llama_cpp_matches_in_plain_text(
+    added_tokens_model: LlamaModel,
+) -> None:
+    """The bug the cut prevents: llama.cpp's own tokenizer, special parsing off."""
+    vocab = llama_cpp.llama_model_get_vocab(added_tokens_model._model)
+    text = b"say <custom_token_4100>"
+    tokens = (llama_cpp.llama_token * 64)()
+    count = llama_cpp.llama_tokenize(vocab, text, len(text), tokens, 64, False, False)
+    assert 300 in list(tokens[:count])
+
+
+@pytest.mark.parametrize("spelling", list(ADDED_TOKENS.values()))
+def test_plain_text_never_becomes_an_added_token(
+    added_tokens_model: LlamaModel, spelling: str
+) -> None:
+    model = added_tokens_model
+    text = f"Read {spelling} aloud, twice: {spelling}{spelling}<{spelling}>"
+    ids = model.tokenize(text, special=False)
+    assert not set(ids) & set(ADDED_TOKENS), ids
+    assert "".join(model.token_text(i) for i in ids).replace("Ġ", " ") == text
+    assert model.tokenize(spelling, special=True) == [ADDED_TOKENS_IDS[spelling]]
+
+
+def test_text_without_such_spellings_is_tokenized_as_before(
+    added_tokens_model: LlamaModel,
+) -> None:
+    text = "Hello <laugh> there, <|not a token|> and <custom_token_x>."
+    vocab = llama_cpp.llama_model_get_vocab(added_tokens_model._model)
+    data = text.encode()
+    tokens = (llama_cpp.llama_token * 256)()
+    count = llama_cpp.llama_tokenize(vocab, data, len(data), tokens, 256, False, False)
+    assert added_tokens_model.tokenize(text) == list(tokens[:count])

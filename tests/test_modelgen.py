@@ -70,10 +70,13 @@ def test_orpheus_vocab_ids(vocab_llm: Any) -> None:
 
 
 def test_orpheus_plain_text_is_not_special(vocab_llm: Any) -> None:
-    text = "tara: Hello there, the <laugh> café! <custom_token_4>".encode()
+    text = "tara: Hello there, the <laugh> café!".encode()
     ids = vocab_llm.tokenize(text, add_bos=False, special=False)
     assert ids and all(0 <= i < 128000 for i in ids)
     assert vocab_llm.detokenize(ids) == text
+    # the custom tokens are user-defined, as in a converted release: llama.cpp matches them in
+    # plain text too (LlamaModel.tokenize cuts them: tests/test_llm.py, tests/test_orpheus.py)
+    assert vocab_llm.tokenize(b"<custom_token_4>", add_bos=False, special=False) == [128260]
     # a prompt mixing control tokens and text, as the engine builds it
     mixed = vocab_llm.tokenize(
         b"<custom_token_3><|begin_of_text|>leo: hi", add_bos=False, special=True
@@ -105,7 +108,8 @@ def test_orpheus_vocab_layout(vocab_llm: Any) -> None:
         b"<|reserved_special_token_0|><|reserved_special_token_3|><|reserved_special_token_247|>"
     )
     vocab = orpheus.orpheus_vocab()
-    assert all(t == gguf.TokenType.CONTROL for t in vocab.token_types[128000:])
+    assert all(t == gguf.TokenType.CONTROL for t in vocab.token_types[128000:128256])
+    assert all(t == gguf.TokenType.USER_DEFINED for t in vocab.token_types[128256:])
     assert all(t == gguf.TokenType.NORMAL for t in vocab.token_types[:128000])
 
 

@@ -17,7 +17,7 @@ import ctypes
 import dataclasses
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -132,8 +132,13 @@ def byte_level_vocab(
     eos_id: int,
     pad_id: int | None = None,
     merges: Sequence[tuple[str, str]] = GPT2_BASIC_MERGES,
+    user_defined: Collection[int] = (),
 ) -> Vocab:
     """A byte-level BPE vocabulary with `special_tokens` (CONTROL) at their real ids.
+
+    Those of `user_defined` are USER_DEFINED instead: how llama.cpp's converter writes added
+    tokens that the tokenizer does not mark special (Orpheus's `<custom_token_N>`), which
+    llama.cpp then matches inside plain text too (`llm/added_tokens.py`).
 
     Ids 0..255 are the byte symbols, then one token per merge; every other id without a special
     token gets a filler NORMAL token ` fillerN`. Fillers use only byte symbols, so llama.cpp can
@@ -151,7 +156,12 @@ def byte_level_vocab(
     for token_id in range(len(tokens), n_vocab):
         special = special_tokens.get(token_id)
         tokens.append(special if special is not None else f"{space}filler{token_id}")
-        types.append(gguf.TokenType.NORMAL if special is None else gguf.TokenType.CONTROL)
+        if special is None:
+            types.append(gguf.TokenType.NORMAL)
+        elif token_id in user_defined:
+            types.append(gguf.TokenType.USER_DEFINED)
+        else:
+            types.append(gguf.TokenType.CONTROL)
     return Vocab(
         tokens=tuple(tokens),
         token_types=tuple(int(t) for t in types),

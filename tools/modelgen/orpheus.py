@@ -57,7 +57,7 @@ PRE_TOKENIZER = "llama-bpe"
 
 
 def orpheus_special_tokens() -> dict[int, str]:
-    """Every CONTROL token of the Orpheus vocabulary by id: Llama 3's, then the custom tokens."""
+    """Every added token of the Orpheus vocabulary by id: Llama 3's, then the custom tokens."""
     special = dict(LLAMA3_SPECIAL_TOKENS)
     reserved = [i for i in range(LLAMA3_FIRST_SPECIAL_ID, CUSTOM_TOKEN_BASE_ID) if i not in special]
     special.update({i: f"<|reserved_special_token_{k}|>" for k, i in enumerate(reserved)})
@@ -71,9 +71,16 @@ def orpheus_special_tokens() -> dict[int, str]:
 
 
 def orpheus_vocab() -> Vocab:
-    """The Orpheus vocabulary: byte-level BPE, special tokens at the real ids, no automatic BOS."""
+    """The Orpheus vocabulary: byte-level BPE, special tokens at the real ids, no automatic BOS.
+    The custom tokens are user-defined: Orpheus added them as non-special tokens, and llama.cpp's
+    converter writes those so (docs/engines.md, "Orpheus: text that spells a token")."""
     return byte_level_vocab(
-        ORPHEUS_N_VOCAB, orpheus_special_tokens(), pre=PRE_TOKENIZER, bos_id=BOS_ID, eos_id=EOS_ID
+        ORPHEUS_N_VOCAB,
+        orpheus_special_tokens(),
+        pre=PRE_TOKENIZER,
+        bos_id=BOS_ID,
+        eos_id=EOS_ID,
+        user_defined=range(CUSTOM_TOKEN_BASE_ID, ORPHEUS_N_VOCAB),
     )
 
 

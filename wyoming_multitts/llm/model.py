@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import LlamaError
 from ..formats.gguf import ARCHITECTURES
+from .added_tokens import AddedTokenTexts
 from .batches import SEQUENCE, EncoderBatch, RowBatch, TokenBatch
 from .build import backend_devices, init_runtime
 
@@ -143,6 +144,7 @@ class LlamaModel:
             llama_cpp.llama_vocab_type(self._vocab) != llama_cpp.LLAMA_VOCAB_TYPE_NONE
         )
         """False for models without a vocabulary (the vocoder): no tokenize, no token text."""
+        self._added_texts = AddedTokenTexts(self._user_defined_texts())
         self.n_embd_out: int = llama_cpp.llama_model_n_embd_out(self._model)
         """Width of one `encode` row (WavTokenizer: 1282, a spectrum frame)."""
         self.n_past = 0
@@ -265,9 +267,30 @@ class LlamaModel:
     # when asked to tokenize without a tokenizer or for the attributes of an id it does not
     # have; every method here checks first and raises LlamaError instead.
 
+    def _user_defined_texts(self) -> list[str]:
+        """The spellings of the vocabulary's user-defined tokens (none without a tokenizer)."""
+        if not self.has_tokenizer:
+            return []
+        user_defined = llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+        return [
+            llama_cpp.llama_vocab_get_text(self._vocab, token).decode("utf-8", errors="replace")
+            for token in range(self.n_vocab)
+            if llama_cpp.llama_vocab_get_attr(self._vocab, token) & user_defined
+        ]
+
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
-        """Token ids of `text` (no BOS). `special=False` keeps control tokens out of user text."""
+        """Token ids of `text` (no BOS). `special=False` tokenizes it as plain text: neither a
+        control token nor an added one (`added_tokens`) comes out of user text."""
         self._check_tokenizer("tokenize text")
+        if special or not self._added_texts:
+            return self._tokenize(text, special)
+        return [
+            token
+            for piece in self._added_texts.pieces(text)
+            for token in self._tokenize(piece, False)
+        ]
+
+    def _tokenize(self, text: str, special: bool) -> list[int]:
         data = text.encode("utf-8")
         capacity = len(data) + 8
         tokens = (llama_cpp.llama_token * capacity)()
