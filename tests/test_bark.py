@@ -110,10 +110,14 @@ def preset_npz(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
 
 
 @pytest.fixture(scope="module")
-def oracle(
-    tiny_dir: Path, preset_npz: Path, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, np.ndarray]:
-    out = tmp_path_factory.mktemp("oracle") / "bark.npz"
+def oracle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the oracle writes: bark.npz, and tokenizer.json (transformers' of vocab.txt)."""
+    return tmp_path_factory.mktemp("oracle")
+
+
+@pytest.fixture(scope="module")
+def oracle(tiny_dir: Path, preset_npz: Path, oracle_dir: Path) -> dict[str, np.ndarray]:
+    out = oracle_dir / "bark.npz"
     tokenize = [arg for text in TOKENIZER_TEXTS for arg in ("--tokenize", text)]
     return run_oracle_script(
         oracle_python("make-bark-oracle-env", ORACLE_VENV),
@@ -121,6 +125,7 @@ def oracle(
         out,
         *(str(tiny_dir), str(preset_npz), str(out), "--text", TEXT),
         *("--semantic-tokens", str(ORACLE_TOKENS), *tokenize),
+        *("--tokenizer-json", str(oracle_dir / "tokenizer.json")),
     )
 
 
@@ -144,6 +149,25 @@ def test_transformers_loads_our_files_without_key_differences(
 def test_tokenizer_equals_bert_tokenizer(engine: bark.Bark, oracle: dict[str, np.ndarray]) -> None:
     for index, text in enumerate(TOKENIZER_TEXTS):
         assert engine.text_ids(text).tolist() == oracle[f"token_ids_{index}"].tolist(), text
+
+
+@pytest.mark.slow
+def test_a_release_with_only_tokenizer_json_gives_the_same_ids(
+    tiny_dir: Path, oracle: dict[str, np.ndarray], oracle_dir: Path, tmp_path: Path
+) -> None:
+    """suno/bark-small may ship tokenizer.json without vocab.txt: transformers' tokenizer.json
+    of our vocab.txt gives BertTokenizer's ids through our engine."""
+    folder = tmp_path / "bark"
+    shutil.copytree(tiny_dir, folder)
+    (folder / "vocab.txt").unlink()
+    shutil.copy(oracle_dir / "tokenizer.json", folder / "tokenizer.json")
+    engine = bark.load(spec(), paths(folder), CPU, 1)
+    try:
+        for index, text in enumerate(TOKENIZER_TEXTS):
+            assert engine.text_ids(text).tolist() == oracle[f"token_ids_{index}"].tolist(), text
+        assert speak(engine, "Hello.", voice()).size
+    finally:
+        engine.close()
 
 
 @pytest.mark.slow
@@ -363,7 +387,7 @@ def test_weights_that_would_run_code_are_refused(tmp_path: Path) -> None:
     [
         ("pytorch_model.bin", b"not a zip file at all", "cannot load"),
         ("config.json", b"{}", "not a Bark config.json"),
-        ("vocab.txt", None, "cannot read the tokenizer"),
+        ("vocab.txt", None, "has neither vocab.txt nor tokenizer.json"),
         ("speaker_embeddings_path.json", b"[", "cannot read"),
     ],
 )
@@ -563,12 +587,13 @@ def test_int8_estimate_saves_three_bytes_a_quantized_weight(tiny_dir: Path) -> N
 
 
 def test_files_are_the_release_layout(tiny_dir: Path) -> None:
-    assert bark.FILES["model"] == ("config.json", "pytorch_model.bin", "vocab.txt")
+    assert bark.FILES["model"] == ("config.json", "pytorch_model.bin", "vocab.txt|tokenizer.json")
     presets = bark.FILES["presets"]
     assert presets is not None and presets[0] == bark_presets.PRESET_INDEX
     assert len(presets) == 1 + 13 * 10 * 3
     assert "speaker_embeddings/v2/zh_speaker_9_fine_prompt.npy" in presets
-    assert all((tiny_dir / name).is_file() for name in (*bark.MODEL_FILES, *presets))
+    assert all((tiny_dir / name).is_file() for name in (*bark.MODEL_FILES[:2], "vocab.txt"))
+    assert all((tiny_dir / name).is_file() for name in presets)
 
 
 def test_encodec_is_pinned_alike_for_setup_and_images() -> None:

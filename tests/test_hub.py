@@ -54,3 +54,15 @@ def test_a_local_folder_must_hold_every_file(tmp_path: Path) -> None:
     with pytest.raises(ModelFileError, match=r"lacks speaker_embeddings.*fix 'path:'"):
         hub.fetch_folder(FileRef(path=tmp_path), FILES)
     assert hub.fetch_folder(FileRef(path=tmp_path), FILES[:1]) == tmp_path
+
+
+@pytest.mark.parametrize("present", ["vocab.txt", "tokenizer.json"])
+def test_a_folder_file_may_be_either_of_two(tmp_path: Path, present: str) -> None:
+    """Bark's tokenizer: a repo ships `vocab.txt`, `tokenizer.json` or both."""
+    names = ("config.json", "vocab.txt|tokenizer.json")
+    snapshot = cached_snapshot(tmp_path, ("config.json", present))
+    hub = Hub(cache_dir=tmp_path, offline=True)
+    assert hub.fetch_folder(FileRef(repo=REPO), names) == snapshot
+    (snapshot / present).unlink()
+    with pytest.raises(ModelFileError, match=r"lacks vocab\.txt or tokenizer\.json; check"):
+        hub.fetch_folder(FileRef(repo=REPO), names)

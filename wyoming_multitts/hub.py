@@ -20,6 +20,9 @@ PROGRESS_STEP = 0.1
 """Log download progress every 10 % of a file."""
 MISSING_SHOWN = 5
 """Missing files an error names before saying how many more."""
+ALTERNATIVES = "|"
+"""Separates the names of files that stand in for each other in a folder's list
+(`vocab.txt|tokenizer.json`): each is fetched where the repo has it, one of them must be there."""
 
 
 class _LoggedProgress(tqdm):
@@ -69,14 +72,20 @@ class Hub:
     def fetch_folder(self, ref: FileRef, names: tuple[str, ...]) -> Path:
         """A local folder holding `names`: a `path:` folder, or a snapshot of those files of a
         repo (one listing of the repo and parallel downloads; files already cached cost no
-        request each, which matters for Bark's 391 preset files)."""
+        request each, which matters for Bark's 391 preset files). A name may be alternatives
+        (`ALTERNATIVES`)."""
         if ref.path is not None:
             folder = ref.path
             advice = "fix 'path:' in the voice catalog"
         else:
-            folder = self._snapshot(ref.repo or "", names, ref.revision)
+            patterns = [one for name in names for one in name.split(ALTERNATIVES)]
+            folder = self._snapshot(ref.repo or "", patterns, ref.revision)
             advice = f"check the repo id ({ref.repo}) and its revision in the catalog"
-        missing = [name for name in names if not (folder / name).is_file()]
+        missing = [
+            name.replace(ALTERNATIVES, " or ")
+            for name in names
+            if not any((folder / one).is_file() for one in name.split(ALTERNATIVES))
+        ]
         if missing:
             more = (
                 f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
@@ -102,7 +111,7 @@ class Hub:
             )
         return Path(str(path))
 
-    def _snapshot(self, repo: str, names: tuple[str, ...], revision: str | None) -> Path:
+    def _snapshot(self, repo: str, names: list[str], revision: str | None) -> Path:
         from huggingface_hub import snapshot_download
 
         _LOGGER.info("Fetching %d files of %s", len(names), repo)

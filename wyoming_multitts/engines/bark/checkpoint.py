@@ -103,12 +103,30 @@ def point_repacked_weights(
         stage.get_submodule(key).weight = nn.Parameter(weight, requires_grad=False)
 
 
-def read_tokenizer(path: Path) -> Any:
-    """bert-base-multilingual-cased's WordPiece (cased, no accent stripping), as
-    `BertTokenizer.from_pretrained` builds it in the reference."""
-    from tokenizers import BertWordPieceTokenizer
+VOCAB_TXT = "vocab.txt"
+TOKENIZER_JSON = "tokenizer.json"
+"""The tokenizer's two forms in a transformers release: the WordPiece vocabulary, and the
+fast tokenizer transformers writes from it (normalizer, pre-tokenizer, WordPiece, post-processor).
+A repo may ship either (docs/engines.md, "Bark: tokenizer")."""
 
+
+def read_tokenizer(folder: Path) -> Any:
+    """bert-base-multilingual-cased's WordPiece (cased, no accent stripping), as
+    `BertTokenizer.from_pretrained` builds it in the reference: from `vocab.txt`, or from
+    `tokenizer.json` where the folder has no `vocab.txt`. Both give the same ids
+    (tests/test_bark.py); `encode(text, add_special_tokens=False)` works on either."""
+    from tokenizers import BertWordPieceTokenizer, Tokenizer
+
+    path = folder / VOCAB_TXT
+    if not path.is_file():
+        path = folder / TOKENIZER_JSON
+    if not path.is_file():
+        raise EngineError(
+            f"{folder} has neither {VOCAB_TXT} nor {TOKENIZER_JSON}: download the model again"
+        )
     try:
-        return BertWordPieceTokenizer(str(path), lowercase=False, strip_accents=False)
+        if path.name == VOCAB_TXT:
+            return BertWordPieceTokenizer(str(path), lowercase=False, strip_accents=False)
+        return Tokenizer.from_file(str(path))
     except Exception as err:  # the tokenizers library raises its own exception types
         raise EngineError(f"cannot read the tokenizer {path}: {err}") from err

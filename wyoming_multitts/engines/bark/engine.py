@@ -5,7 +5,8 @@ frame).
 
 Files are the transformers release (`suno/bark`, `suno/bark-small`): `config.json`,
 `pytorch_model.bin` (all three stages and the codec; loaded with `weights_only=True`, never as
-arbitrary pickle), the multilingual BERT `vocab.txt`, and the v2 voice presets
+arbitrary pickle), the multilingual BERT tokenizer (`vocab.txt`, or `tokenizer.json` where a
+repo ships only that), and the v2 voice presets
 (`speaker_embeddings/v2/{lang}_speaker_{n}_{semantic,coarse,fine}_prompt.npy`); a voice's
 `speaker:` names one of those, or the path of your own preset `.npz`. The stages run
 in our torch port (`gpt.py`), in float32 or, with the model option `weights: int8`, most of their
@@ -40,12 +41,15 @@ from ...catalog import ModelSpec
 from ...codecs.encodec24 import CodecError, Encodec24Decoder
 from ...devices import Device, set_torch_threads, torch_device_for
 from ...errors import EngineError, OptionError, context
+from ...hub import ALTERNATIVES
 from ...options import VoiceOptions, apply_options
 from ...sampling import Sampler, SamplingConfig
 from ...stats import PieceStats
 from ..base import VoiceSettings
 from .checkpoint import (
     STAGE_CONFIGS,
+    TOKENIZER_JSON,
+    VOCAB_TXT,
     load_stage,
     load_weights,
     point_repacked_weights,
@@ -99,7 +103,7 @@ MAX_TEXT_CHARS = 200
 semantic window holds (its README: "works well with around 13 seconds")."""
 
 # ---- files
-MODEL_FILES = ("config.json", "pytorch_model.bin", "vocab.txt")
+MODEL_FILES = ("config.json", "pytorch_model.bin", f"{VOCAB_TXT}{ALTERNATIVES}{TOKENIZER_JSON}")
 FILES: Mapping[str, tuple[str, ...] | None] = {
     "model": MODEL_FILES,
     "presets": (
@@ -245,7 +249,7 @@ class Bark:
 
         folder = paths["model"]
         config = read_config(folder)
-        self._tokenizer = read_tokenizer(folder / "vocab.txt")
+        self._tokenizer = read_tokenizer(folder)
         weights = folder / "pytorch_model.bin"
         state = load_weights(weights)
         with context(str(weights)):
