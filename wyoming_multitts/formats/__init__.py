@@ -12,7 +12,7 @@ import contextlib
 import fcntl
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from ..errors import ConvertError, EngineError
 
@@ -34,6 +34,26 @@ def read_json_object(path: Path, advice: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ConvertError(f"{path} is not a JSON object; {advice}")
     return doc
+
+
+Converted = TypeVar("Converted")
+
+
+def convert_once(
+    out: Path,
+    reused: Callable[[], Converted | None],
+    convert: Callable[[], Converted],
+    cannot_write: str,
+) -> Converted:
+    """The conversion cached at `out`: an earlier, complete one as `reused` finds it, read
+    without writing anything (a read-only cache serves), else `convert`'s, made under
+    `conversion_lock` after looking again (another process may have finished it meanwhile)."""
+    done = reused()
+    if done is not None:
+        return done
+    with conversion_lock(out, cannot_write):
+        done = reused()
+        return convert() if done is None else done
 
 
 @contextlib.contextmanager

@@ -31,7 +31,7 @@ import numpy as np
 
 from ...devices import Device
 from ...errors import ConvertError, LlamaError
-from ...formats import PARTIAL_SUFFIX, conversion_lock
+from ...formats import PARTIAL_SUFFIX, convert_once as convert_cached
 from ...formats.ggml import ggml_row_bytes
 from ...formats.gguf import (
     GgufTensorInfo,
@@ -186,15 +186,28 @@ def reduced_path(source: Path) -> Path:
 
 
 def convert_once(source: Path, kept_ids: np.ndarray) -> Path:
-    """`convert` into `reduced_path(source)`, one process at a time (a file lock beside it: two
-    servers loading the same model wait for one conversion instead of clobbering it)."""
+    """The reduced copy at `reduced_path(source)`: an earlier one with the right stamp is read
+    without writing anything (a read-only cache serves); else `convert`, one process at a time
+    (a file lock beside it: two servers loading the same model wait for one conversion)."""
     out = reduced_path(source)
     cannot_write = (
         f"cannot write beside {source}; the reduced output head is cached as {out}: make that "
         f"folder writable, {ADVICE}"
     )
-    with conversion_lock(out, cannot_write):
-        return convert(source, out, kept_ids)
+    return convert_cached(
+        out,
+        lambda: _reused(source, out, kept_ids),
+        lambda: convert(source, out, kept_ids),
+        cannot_write,
+    )
+
+
+def _reused(source: Path, out: Path, kept_ids: np.ndarray) -> Path | None:
+    """`out` when it holds the reduced copy of `source` keeping `kept_ids` (its stamp)."""
+    if out.is_file() and _stamp_of(out) == _stamp(source, kept_ids):
+        _LOGGER.debug("%s: reusing its reduced output head %s", source, out)
+        return out
+    return None
 
 
 def convert(source: Path, out: Path, kept_ids: np.ndarray) -> Path:
@@ -205,10 +218,9 @@ def convert(source: Path, out: Path, kept_ids: np.ndarray) -> Path:
     Errors name the file and what to do. Takes about 12 s for Orpheus 3B Q4_K_M on 2 cores
     (2.36 GB in, 1.81 GB out; 3 s with the source in the page cache), reading and writing.
     """
-    stamp = _stamp(source, kept_ids)
-    if out.is_file() and _stamp_of(out) == stamp:
-        _LOGGER.debug("%s: reusing its reduced output head %s", source, out)
+    if _reused(source, out, kept_ids) is not None:
         return out
+    stamp = _stamp(source, kept_ids)
     rows = reduced_rows(kept_ids, _check_source(source, kept_ids))
     start = time.monotonic()
     _LOGGER.info(

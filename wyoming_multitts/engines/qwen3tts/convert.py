@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConvertError
-from ...formats import PARTIAL_SUFFIX, conversion_lock
+from ...formats import PARTIAL_SUFFIX, convert_once as convert_cached
 from ...formats.safetensors import SafetensorsFiles
 from .checkpoint import check_tensors, read_stacks
 from .config import (
@@ -111,15 +111,22 @@ def converted_dir(model_dir: Path) -> Path:
 
 
 def convert_once(model_dir: Path, matrix_type: str) -> ConvertedQwen3TTS:
-    """`convert` into `converted_dir(model_dir)`, one process at a time (a file lock beside it:
-    two servers loading the same model wait for one conversion instead of clobbering it)."""
+    """The conversion in `converted_dir(model_dir)`: an earlier, complete one is read without
+    writing anything (a read-only cache serves); else `convert`, one process at a time (a file
+    lock beside it: two servers loading the same model wait for one conversion)."""
     out_dir = converted_dir(model_dir)
     cannot_write = (
         f"cannot write beside {model_dir}; the converted model is cached in {out_dir}: make "
         "that folder writable"
     )
-    with conversion_lock(out_dir, cannot_write):
-        return convert(model_dir, out_dir, matrix_type=matrix_type)
+
+    def reused() -> ConvertedQwen3TTS | None:
+        _, config, _, stamp = _source(model_dir, matrix_type)
+        return _reused(out_dir, config, stamp)
+
+    return convert_cached(
+        out_dir, reused, lambda: convert(model_dir, out_dir, matrix_type=matrix_type), cannot_write
+    )
 
 
 def convert(model_dir: Path, out_dir: Path, *, matrix_type: str = "f16") -> ConvertedQwen3TTS:
@@ -131,26 +138,12 @@ def convert(model_dir: Path, out_dir: Path, *, matrix_type: str = "f16") -> Conv
     4 bits, faster on CPUs; see MATRIX_TYPES). Takes about a minute for 0.6B on 2 cores, most
     of it folding the 151936-row text table.
     """
-    if matrix_type not in MATRIX_TYPES:
-        raise ValueError(
-            f"matrix_type must be one of {', '.join(MATRIX_TYPES)}, not {matrix_type!r}"
-        )
     model_dir = Path(model_dir)
     out_dir = Path(out_dir)
-    raw = read_json(model_dir / "config.json")
-    config = runtime_config(raw, read_generation(model_dir), model_dir)
-    weights = SafetensorsFiles.open(model_dir, ADVICE)
-    stamp = {
-        "converter_version": CONVERTER_VERSION,
-        "matrix_type": matrix_type,
-        "source": _fingerprint(model_dir, weights.paths),
-    }
-    manifest = _read_manifest(out_dir / MANIFEST)
-    files = (TALKER_GGUF, PREDICTOR_GGUF, TOKENIZER_GGUF, TABLES_NPZ)
-    if manifest is not None and manifest.get("stamp") == stamp:
-        if all((out_dir / name).is_file() for name in files):
-            _LOGGER.debug("%s: reusing the conversion in %s", model_dir, out_dir)
-            return _result(out_dir, config, reused=True)
+    raw, config, weights, stamp = _source(model_dir, matrix_type)
+    done = _reused(out_dir, config, stamp)
+    if done is not None:
+        return done
 
     start = time.monotonic()
     _LOGGER.info(
@@ -178,6 +171,40 @@ def convert(model_dir: Path, out_dir: Path, *, matrix_type: str = "f16") -> Conv
         _write_step(out_dir, name, write)
     _LOGGER.info("Conversion done in %.1f s (%s)", time.monotonic() - start, out_dir)
     return _result(out_dir, config, reused=False)
+
+
+def _source(
+    model_dir: Path, matrix_type: str
+) -> tuple[dict[str, Any], Qwen3TTSRuntimeConfig, SafetensorsFiles, dict[str, Any]]:
+    """The release's raw config, runtime config and weights, and the stamp a conversion of it
+    to `matrix_type` carries."""
+    if matrix_type not in MATRIX_TYPES:
+        raise ValueError(
+            f"matrix_type must be one of {', '.join(MATRIX_TYPES)}, not {matrix_type!r}"
+        )
+    raw = read_json(model_dir / "config.json")
+    config = runtime_config(raw, read_generation(model_dir), model_dir)
+    weights = SafetensorsFiles.open(model_dir, ADVICE)
+    stamp = {
+        "converter_version": CONVERTER_VERSION,
+        "matrix_type": matrix_type,
+        "source": _fingerprint(model_dir, weights.paths),
+    }
+    return raw, config, weights, stamp
+
+
+def _reused(
+    out_dir: Path, config: Qwen3TTSRuntimeConfig, stamp: dict[str, Any]
+) -> ConvertedQwen3TTS | None:
+    """The conversion in `out_dir` when it is complete and carries `stamp`; reads only."""
+    manifest = _read_manifest(out_dir / MANIFEST)
+    files = (TALKER_GGUF, PREDICTOR_GGUF, TOKENIZER_GGUF, TABLES_NPZ)
+    if manifest is None or manifest.get("stamp") != stamp:
+        return None
+    if not all((out_dir / name).is_file() for name in files):
+        return None
+    _LOGGER.debug("reusing the conversion in %s", out_dir)
+    return _result(out_dir, config, reused=True)
 
 
 def _clear(out_dir: Path) -> None:
