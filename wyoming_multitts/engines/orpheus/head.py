@@ -31,7 +31,8 @@ import numpy as np
 
 from ...devices import Device
 from ...errors import ConvertError, LlamaError
-from ...formats import PARTIAL_SUFFIX, convert_once as convert_cached
+from ...formats import PARTIAL_SUFFIX
+from ...formats import convert_once as convert_cached
 from ...formats.ggml import ggml_row_bytes
 from ...formats.gguf import (
     GgufTensorInfo,

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConvertError
-from ...formats import PARTIAL_SUFFIX, convert_once as convert_cached
+from ...formats import PARTIAL_SUFFIX
+from ...formats import convert_once as convert_cached
 from ...formats.safetensors import SafetensorsFiles
 from .checkpoint import check_tensors, read_stacks
 from .config import (
