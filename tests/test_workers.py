@@ -182,6 +182,42 @@ async def test_silent_client_is_dropped_and_its_model_freed(
         server.stop()
 
 
+async def test_a_client_reading_1_kib_a_second_is_ended_while_another_is_served(
+    tiny_models: Path, tmp_path: Path
+) -> None:
+    """--client-timeout catches a client that takes nothing; one that takes a trickle (1 KiB/s,
+    a fiftieth of real time) is ended by --min-client-rate once the grace has passed."""
+    server = start_server(tiny_models / "voices.yaml", tmp_path, "--client-rate-grace", "2")
+    try:
+        await synthesize(server, "Load the model.", "tiny-tara")
+        slow = await open_slow_client(server, LONG_TEXT, "tiny-tara")
+        trickle = asyncio.create_task(read_trickle(slow, bytes_per_second=1024, seconds=60))
+        await asyncio.sleep(1.0)
+        started = time.monotonic()
+        events = await asyncio.wait_for(synthesize(server, "My turn.", "tiny-tara"), 120)
+        assert events[-1].type == "audio-stop"
+        # measured 9 s of waiting on the slow client, then its cancel; it alone would hold the
+        # model for the ~30 min its 34 s of audio take at 1 KiB/s
+        assert time.monotonic() - started < 60
+        assert re.search(r"Refusing request: the client took its audio slower than 0\.5 times "
+                         r"real time \(--min-client-rate\)", server.log())  # fmt: skip
+        trickle.cancel()
+        slow.close()
+    finally:
+        server.stop()
+
+
+async def read_trickle(sock: socket.socket, bytes_per_second: int, seconds: float) -> None:
+    """Read `bytes_per_second` from a non-blocking socket, once a second, for `seconds`."""
+    for _ in range(int(seconds)):
+        await asyncio.sleep(1.0)
+        try:
+            if not sock.recv(bytes_per_second):
+                return
+        except BlockingIOError:
+            pass
+
+
 # ---- 6. a worker that dies, a model that aborts inside llama.cpp
 
 

@@ -63,6 +63,8 @@ class Settings:
     max_pieces: int
     max_audio_ahead: float
     client_timeout: float
+    min_client_rate: float
+    client_rate_grace: float
     idle_timeout: float
     max_connections: int
     max_waiting: int
@@ -195,6 +197,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="drop a client that takes none of its audio this long (default: %(default)g)",
     )
     limits.add_argument(
+        "--min-client-rate",
+        type=float,
+        default=0.5,
+        metavar="RATE",
+        help="end a request whose client takes its audio slower than RATE times real time, "
+        "after --client-rate-grace seconds of waiting on it; 0: never (default: %(default)g)",
+    )
+    limits.add_argument(
+        "--client-rate-grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a request may wait on a slow client before --min-client-rate applies "
+        "(default: %(default)g)",
+    )
+    limits.add_argument(
         "--idle-timeout",
         type=float,
         default=120.0,
@@ -253,10 +271,13 @@ def parse_settings(argv: list[str]) -> Settings:
         "idle_timeout",
         "load_timeout",
     )
-    if any(not getattr(args, name) > 0 for name in seconds) or not args.max_waiting >= 0:
+    at_least_0 = ("max_waiting", "min_client_rate", "client_rate_grace")
+    if any(not getattr(args, name) > 0 for name in seconds) or any(
+        not getattr(args, name) >= 0 for name in at_least_0
+    ):
         parser.error(
             "--" + ", --".join(n.replace("_", "-") for n in seconds) + " must be above 0 and "
-            "--max-waiting at least 0"
+            "--" + ", --".join(n.replace("_", "-") for n in at_least_0) + " at least 0"
         )
     if args.zeroconf and not args.uri.startswith("tcp://"):
         parser.error("--zeroconf needs a tcp:// --uri (Home Assistant connects over TCP)")
@@ -288,6 +309,8 @@ def parse_settings(argv: list[str]) -> Settings:
         max_pieces=args.max_pieces,
         max_audio_ahead=args.max_audio_ahead,
         client_timeout=args.client_timeout,
+        min_client_rate=args.min_client_rate,
+        client_rate_grace=args.client_rate_grace,
         idle_timeout=args.idle_timeout,
         max_connections=args.max_connections,
         max_waiting=args.max_waiting,
@@ -406,6 +429,8 @@ async def serve(settings: Settings) -> None:
         max_pieces=settings.max_pieces,
         max_audio_ahead=settings.max_audio_ahead,
         client_timeout=settings.client_timeout,
+        min_client_rate=settings.min_client_rate,
+        client_rate_grace=settings.client_rate_grace,
         idle_timeout=settings.idle_timeout,
     )
     info = build_info(catalog, streaming=settings.streaming, version=__version__)

@@ -79,6 +79,11 @@ class HandlerSettings:
     """Seconds of audio a worker may make beyond what the client has taken."""
     client_timeout: float = 60.0
     """Drop a client that takes none of its audio for this many seconds (frees its model)."""
+    min_client_rate: float = 0.5
+    """End a request whose client takes its audio slower than this many times real time, counted
+    over the time the server waited on it beyond `client_rate_grace` (0: never)."""
+    client_rate_grace: float = 10.0
+    """Seconds a request may wait on its client before `min_client_rate` applies."""
     idle_timeout: float = 120.0
     """Close a connection that sends nothing and has nothing in progress for this long."""
 
@@ -382,17 +387,18 @@ class SynthesisHandler(AsyncEventHandler):
         if not sentences:
             raise _nothing_to_say(text)
         voice = await self._with_reference(spec, voice)
-        await self._speak_cycle(spec, voice, sentences, _SpeechBudget(self._settings))
+        budget, pace = _SpeechBudget(self._settings), _ClientPace(self._settings)
+        await self._speak_cycle(spec, voice, sentences, budget, pace)
 
     async def _speak_stream(
         self, spec: VoiceSpec, voice: VoiceSettings, stream: "_TextStream"
     ) -> None:
         """A streamed request: one audio cycle per sentence as sentences complete."""
         voice = await self._with_reference(spec, voice)
-        budget = _SpeechBudget(self._settings)
+        budget, pace = _SpeechBudget(self._settings), _ClientPace(self._settings)
         spoken_anything = False
         async for sentences in stream.cycles():
-            await self._speak_cycle(spec, voice, sentences, budget)
+            await self._speak_cycle(spec, voice, sentences, budget, pace)
             spoken_anything = True
         if not spoken_anything:
             raise _nothing_to_say(stream.text)
@@ -404,7 +410,12 @@ class SynthesisHandler(AsyncEventHandler):
         return await self._registry.with_reference(spec, voice)
 
     async def _speak_cycle(
-        self, spec: VoiceSpec, voice: VoiceSettings, sentences: list[str], budget: "_SpeechBudget"
+        self,
+        spec: VoiceSpec,
+        voice: VoiceSettings,
+        sentences: list[str],
+        budget: "_SpeechBudget",
+        pace: "_ClientPace",
     ) -> None:
         """`audio-start`, chunks of all pieces of the spoken `sentences`, `audio-stop`."""
         budget.spend(sentences)
@@ -429,11 +440,11 @@ class SynthesisHandler(AsyncEventHandler):
                 async for piece in audio:
                     audio_samples += piece.size
                     for chunk in chunker.add(to_pcm16(piece)):
-                        await self._write_chunk(rate, chunk)
+                        await self._write_chunk(rate, chunk, pace)
                     audio.taken(piece.size)
         tail = chunker.flush()
         if tail:
-            await self._write_chunk(rate, tail)
+            await self._write_chunk(rate, tail, pace)
         await self.write_event(AudioStop().event())
         _LOGGER.info(
             "Spoke %.2f s of audio for voice %s in %.2f s (%d characters)",
@@ -443,10 +454,15 @@ class SynthesisHandler(AsyncEventHandler):
             sum(len(sentence) for sentence in sentences),
         )
 
-    async def _write_chunk(self, rate: int, pcm: bytes) -> None:
-        await self.write_event(
-            AudioChunk(rate=rate, width=PCM_WIDTH, channels=PCM_CHANNELS, audio=pcm).event()
-        )
+    async def _write_chunk(self, rate: int, pcm: bytes, pace: "_ClientPace") -> None:
+        event = AudioChunk(rate=rate, width=PCM_WIDTH, channels=PCM_CHANNELS, audio=pcm).event()
+        seconds = len(pcm) / (PCM_WIDTH * PCM_CHANNELS) / rate
+        started = time.monotonic()
+        # one write may wait long (asyncio drains down to its low-water mark): it is stopped
+        # once the client's pace has run out, and `wrote` then ends the request
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.write_event(event), pace.allowance(seconds))
+        pace.wrote(time.monotonic() - started, seconds)
 
     async def _send_error(self, err: RequestError) -> None:
         _LOGGER.warning("Refusing request: %s", err)
@@ -491,6 +507,37 @@ class _SpeechBudget:
                 f"the text makes {pieces} pieces for the engine, over the limit of "
                 f"{self._settings.max_pieces} (--max-pieces)",
                 "too-many-pieces",
+            )
+
+
+class _ClientPace:
+    """How fast one request's client takes its audio: the time its writes waited on the client
+    (a full socket buffer) against the seconds of audio they carried. A client that reads far
+    slower than real time would otherwise hold the model, and everyone waiting for it, for as
+    long as it likes (`--client-timeout` only catches one that takes nothing at all)."""
+
+    def __init__(self, settings: HandlerSettings) -> None:
+        self._min_rate = settings.min_client_rate
+        self._grace = settings.client_rate_grace
+        self._waited = 0.0
+        self._audio = 0.0
+
+    def allowance(self, audio_seconds: float) -> float | None:
+        """How long a write of `audio_seconds` of audio may wait (None: as long as it takes)."""
+        if self._min_rate <= 0:
+            return None
+        return self._grace + (self._audio + audio_seconds) / self._min_rate - self._waited
+
+    def wrote(self, waited: float, audio_seconds: float) -> None:
+        """A write of `audio_seconds` of audio waited `waited` seconds for the client (or was
+        stopped after its `allowance`)."""
+        self._waited += waited
+        self._audio += audio_seconds
+        if self._min_rate > 0 and self._waited > self._grace + self._audio / self._min_rate:
+            raise RequestError(
+                f"the client took its audio slower than {self._min_rate:g} times real time "
+                "(--min-client-rate), so the request was ended to free the voice's model",
+                "client-too-slow",
             )
 
 
