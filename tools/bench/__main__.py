@@ -2,7 +2,8 @@
 [--max-tokens N] [--max-frames N] [--text TEXT] [--voices-limit N] [--engine NAME]…
 [--option NAME=VALUE]… [--device DEVICE] [--json FILE]`, or
 `script/benchmark --text-front-end [--runs N]` (tools/bench/text.py), or
-`script/benchmark --create-speaker [--runs N]` (tools/bench/speaker.py).
+`script/benchmark --create-speaker [--runs N]` (tools/bench/speaker.py), or
+`script/benchmark --kernels [--runs N]` (tools/bench/kernels.py).
 
 Run order: models; the server and, per model, a warm-up request (it loads the model); the raw
 ceiling worker; then `--runs` rounds of every voice × mode on a fresh connection followed by one
@@ -29,7 +30,7 @@ import yaml
 
 from wyoming_multitts.__main__ import configure_thread_pools, request_huge_pages
 
-from . import speaker
+from . import kernels, speaker
 from . import text as text_front_end
 from .ceiling_process import CeilingProcess
 from .client import MODES, PLAIN, timed_request
@@ -329,6 +330,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["--text-front-end"]:
         text_front_end.main(argv[1:])
+        return
+    if argv[:1] == ["--kernels"]:
+        kernels.main(argv[1:])
         return
     if argv[:1] == ["--create-speaker"]:
         speaker.main(argv[1:])
