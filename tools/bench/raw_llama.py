@@ -20,6 +20,7 @@ from typing import Any, Iterator, Sequence
 import llama_cpp
 import numpy as np
 
+from wyoming_multitts.llm.build import init_runtime
 from wyoming_multitts.llm.model import place_on_device
 
 BATCH_TOKENS = 512
@@ -176,8 +177,9 @@ def greedy_decode(lm: RawLm, first_position: int, n_tokens: int) -> float:
 
 
 def quiet_llama_cpp() -> None:
-    """Initialise llama.cpp's backends and drop its log output (the worker's stdout is JSON)."""
-    llama_cpp.llama_backend_init()
+    """Initialise llama.cpp's backends as the server does (`init_runtime`: dynamically loaded
+    ones too) and drop its log output (the worker's stdout is JSON)."""
+    init_runtime()
     llama_cpp.llama_log_set(_QUIET, ctypes.c_void_p(0))
 
 

@@ -23,9 +23,11 @@ GGML_ACTIVATION_TYPES = frozenset({9, 15})
 `ggml_quantize_chunk` has no case for them and aborts the process."""
 
 
-def ggml_function(name: str, restype: Any, argtypes: list[Any]) -> Any:
-    """A function of llama-cpp-python's libggml with its C signature set."""
-    function = getattr(_ggml.libggml, name)
+def ggml_function(
+    name: str, restype: Any, argtypes: list[Any], library: ctypes.CDLL = _ggml.libggml
+) -> Any:
+    """A function of llama-cpp-python's libggml (or of `library`) with its C signature set."""
+    function = getattr(library, name)
     function.restype = restype
     function.argtypes = argtypes
     return function

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import llama_cpp
+from llama_cpp import _ggml
 
 from ..formats.ggml import ggml_function
 
@@ -41,6 +42,17 @@ BACKEND_LIBRARY = re.compile(r"libggml-([a-z]+)[-\w.]*?\.(?:so|dylib|dll)")
 LIBRARY_DIR = Path(llama_cpp.__file__).parent / "lib"
 """Where llama-cpp-python keeps libllama, libggml and the backends' libraries."""
 
+
+def _llama_libggml() -> ctypes.CDLL:
+    """The libggml that libllama itself links (by its SONAME, beside it). A wheel holds no
+    symbolic links, so `libggml.so`, which llama-cpp-python's `_ggml` opens, may be a second copy
+    of it with a backend registry of its own: backends loaded or devices listed there would be
+    unknown to llama.cpp."""
+    linked = sorted(LIBRARY_DIR.glob("libggml.so.[0-9]*"), key=lambda path: len(path.name))
+    return ctypes.CDLL(str(linked[0])) if linked else _ggml.libggml
+
+
+_LIBGGML = _llama_libggml()
 _INIT_LOCK = threading.Lock()
 _initialized = False
 _log_state = {"level": logging.DEBUG}
@@ -56,13 +68,17 @@ def _log_to_logging(level: int, text: bytes, _user_data: ctypes.c_void_p) -> Non
         _LLAMA_LOGGER.log(_log_state["level"], "%s", message)
 
 
-_dev_count = ggml_function("ggml_backend_dev_count", ctypes.c_size_t, [])
-_dev_get = ggml_function("ggml_backend_dev_get", ctypes.c_void_p, [ctypes.c_size_t])
-_dev_name = ggml_function("ggml_backend_dev_name", ctypes.c_char_p, [ctypes.c_void_p])
-_dev_description = ggml_function("ggml_backend_dev_description", ctypes.c_char_p, [ctypes.c_void_p])
-_dev_type = ggml_function("ggml_backend_dev_type", ctypes.c_int, [ctypes.c_void_p])
-_reg_count = ggml_function("ggml_backend_reg_count", ctypes.c_size_t, [])
-_load_all_backends_from = ggml_function("ggml_backend_load_all_from_path", None, [ctypes.c_char_p])
+_dev_count = ggml_function("ggml_backend_dev_count", ctypes.c_size_t, [], _LIBGGML)
+_dev_get = ggml_function("ggml_backend_dev_get", ctypes.c_void_p, [ctypes.c_size_t], _LIBGGML)
+_dev_name = ggml_function("ggml_backend_dev_name", ctypes.c_char_p, [ctypes.c_void_p], _LIBGGML)
+_dev_description = ggml_function(
+    "ggml_backend_dev_description", ctypes.c_char_p, [ctypes.c_void_p], _LIBGGML
+)
+_dev_type = ggml_function("ggml_backend_dev_type", ctypes.c_int, [ctypes.c_void_p], _LIBGGML)
+_reg_count = ggml_function("ggml_backend_reg_count", ctypes.c_size_t, [], _LIBGGML)
+_load_all_backends_from = ggml_function(
+    "ggml_backend_load_all_from_path", None, [ctypes.c_char_p], _LIBGGML
+)
 
 
 def init_runtime() -> None:
