@@ -42,11 +42,16 @@ ARG TORCH_VERSION=2.13.0
 ARG TORCH_INDEX_URL=""
 RUN ACCEL="${ACCEL}" TORCH_INDEX_URL="${TORCH_INDEX_URL}" docker/install-server venv
 
-# The image may run on another CPU than the build machine's: no -march=native. On x86 ggml then
-# compiles for AVX2, FMA, F16C and BMI2 (Haswell and later): README, "With Docker", for older CPUs.
+# The image may run on another CPU than the build machine's: no -march=native. On x86 (CPU build)
+# ggml's CPU backend is built once per CPU generation, from plain x86-64 to AVX-512 with BF16, and
+# the best for the CPU it runs on is loaded when the server starts (docs/cpus.md); on arm64, and
+# for ACCEL=cuda or vulkan, ggml compiles for one baseline. For one build for the build machine's
+# CPU only: --build-arg CPU_VARIANTS= --build-arg CMAKE_ARGS=-DGGML_NATIVE=ON.
 ARG LLAMA_CPP_VERSION=0.3.36
 ARG CMAKE_ARGS=""
-RUN ACCEL="${ACCEL}" CMAKE_ARGS="-DGGML_NATIVE=OFF ${CMAKE_ARGS}" docker/install-server llama-cpp
+ARG CPU_VARIANTS=all
+RUN ACCEL="${ACCEL}" CPU_VARIANTS="${CPU_VARIANTS}" CMAKE_ARGS="-DGGML_NATIVE=OFF ${CMAKE_ARGS}" \
+    docker/install-server llama-cpp
 
 COPY pyproject.toml README.md ./
 RUN docker/install-server requirements

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from wyoming.tts import Synthesize, SynthesizeVoice
 
 from tools.modelgen.gguf_lm import byte_level_vocab, quantize_gguf, write_lm_gguf
+from tools.modelgen.quantized import add_quantized_models
 from wyoming_multitts.formats.gguf import LmShape
 from wyoming_multitts.process import describe_exit
 
@@ -113,40 +113,14 @@ def test_the_build_has_no_amx_kernels() -> None:
     assert not features & {"AMX_INT8", "AMX_BF16"}, sorted(features)
 
 
-QUANTIZED_MODELS = ("orpheus-tiny", "outetts-0.3-tiny", "outetts-1.0-tiny")
-"""Tiny llama.cpp models whose shipped voices are Q4_K_M or Q8_0 (64-wide rows: llama.cpp's
-quantizer keeps Q8_0, and falls back from Q4_K to the types such rows allow, as it does for
-real models' odd tensors)."""
-
-
 async def test_quantized_tiny_voices_speak_over_wyoming(tiny_models: Path, tmp_path: Path) -> None:
     """Every quantized kind of voice, through the server and its workers, on this CPU: Orpheus
     and OuteTTS at Q8_0 and Q4_K_M, Qwen3-TTS at `matrix_type: q8_0`."""
-    tiny = yaml.safe_load((tiny_models / "voices.yaml").read_text())
-    models, voices = {}, {}
-    for name in QUANTIZED_MODELS:
-        entry = tiny["models"][name]
-        voice = next(v for v in tiny["voices"].values() if v["model"] == name and "speaker" in v)
-        source = tiny_models / entry["files"]["model"]["path"]
-        for quant in sorted(MAX_ERROR):
-            quantized = tmp_path / f"{name}-{quant}.gguf"
-            quantize_gguf(source, quantized, quant, threads=N_THREADS)
-            files = {role: {"path": str(tiny_models / ref["path"])} for role, ref in
-                     entry["files"].items()}  # fmt: skip
-            files["model"] = {"path": str(quantized)}
-            models[f"{name}-{quant}"] = {**entry, "files": files}
-            voices[f"{name}-{quant}"] = {"model": f"{name}-{quant}", "speaker": voice["speaker"]}
-    qwen3 = tiny["models"]["qwen3tts-tiny"]
-    checkpoint = tmp_path / "qwen3tts-tiny-customvoice"  # its q8_0 conversion lands beside it
-    shutil.copytree(tiny_models / qwen3["files"]["model"]["path"], checkpoint)
-    options = {**qwen3.get("options", {}), "matrix_type": "q8_0"}
-    models["qwen3tts-q8_0"] = {**qwen3, "files": {"model": {"path": str(checkpoint)}},
-                               "options": options}  # fmt: skip
-    voices["qwen3tts-q8_0"] = {"model": "qwen3tts-q8_0", "speaker": "ryan"}
-    catalog = tmp_path / "voices.yaml"
-    catalog.write_text(yaml.safe_dump({"models": models, "voices": voices}, sort_keys=False))
-
-    server = start_server(catalog, tmp_path)
+    directory = tmp_path / "models"
+    shutil.copytree(tiny_models, directory)
+    voices = add_quantized_models(directory, N_THREADS)
+    assert len(voices) == 7
+    server = start_server(directory / "voices.yaml", tmp_path)
     try:
         for voice_name in voices:
             async with server.client() as client:

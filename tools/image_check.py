@@ -1,5 +1,6 @@
 """Speak through a running container: one plain and one streamed request for a voice of every
-engine in a catalog, over the published port (script/test-image runs it against each image).
+model in a catalog (every engine, quantized copies included), over the published port
+(script/test-image runs it against each image).
 
     python -m tools.image_check PORT CATALOG
 """
@@ -20,13 +21,14 @@ TEXT = "Hello from the container."
 
 
 async def check(port: int, catalog_path: Path) -> list[str]:
-    """One line per request that failed; each engine's first voice, both modes."""
+    """One line per request that failed; each model's first voice, both modes."""
     catalog = load_catalog(catalog_path)
     first_voice: dict[str, str] = {}
     for name, spec in catalog.voices.items():
-        first_voice.setdefault(catalog.models[spec.model].engine, name)
+        first_voice.setdefault(spec.model, name)
     failures = []
-    for engine, voice in sorted(first_voice.items()):
+    for model, voice in sorted(first_voice.items()):
+        engine = catalog.models[model].engine
         for mode in MODES:
             try:
                 timing = await timed_request(port, mode, TEXT, voice)
