@@ -19,7 +19,7 @@ from typing import Iterator
 
 import psutil
 import pytest
-from wyoming.event import Event
+from wyoming.event import Event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeVoice
 
@@ -387,6 +387,57 @@ async def test_hostile_input_gets_an_error_and_a_close(
     assert "Traceback" not in server.log()
 
 
+async def open_stream_opener(server: RunningServer, source: str) -> asyncio.StreamWriter:
+    """A connection from `source` (a loopback address) that sends `synthesize-start` and then
+    nothing: a stream that never gets text."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port, local_addr=(source, 0))
+    await async_write_event(SynthesizeStart(voice=SynthesizeVoice("tiny-tara")).event(), writer)
+    return writer
+
+
+async def test_idle_stream_openers_cannot_lock_out_a_describe(
+    tiny_models: Path, tmp_path: Path
+) -> None:
+    """64 connections (16 from each of four addresses) that opened a stream and sent no text
+    hold every slot; Home Assistant's describe still gets in, by closing the one idle longest,
+    and a 17th from one address closes that address's own idle longest."""
+    server = start_server(tiny_models / "voices.yaml", tmp_path, bind="127.0.0.1")
+    openers = []
+    try:
+        for _ in range(17):  # the 17th from one address closes that address's idle longest
+            openers.append(await open_stream_opener(server, "127.0.0.2"))
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.5)
+        assert "(16 connections from 127.0.0.2, --max-connections-per-address)" in server.log()
+        for source in ("127.0.0.3", "127.0.0.4", "127.0.0.5"):
+            for _ in range(16):
+                openers.append(await open_stream_opener(server, source))
+        await asyncio.sleep(0.5)
+        assert await describe_latency(server) < 5  # every slot held: the describe gets in
+        assert re.search(r"Closing a connection idle for \d+ s to let a new one in "
+                         r"\(64 connections, --max-connections\)", server.log())  # fmt: skip
+        assert "Refusing a connection" not in server.log()
+    finally:
+        for writer in openers:
+            writer.close()
+        server.stop()
+
+
+async def test_a_stream_that_sends_no_text_is_idle(tiny_models: Path, tmp_path: Path) -> None:
+    """`synthesize-start` and then nothing used to count as a request in progress forever."""
+    server = start_server(tiny_models / "voices.yaml", tmp_path, "--idle-timeout", "1")
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        await async_write_event(SynthesizeStart(voice=SynthesizeVoice("tiny-tara")).event(), writer)
+        started = time.monotonic()
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # closed, nothing said
+        assert 0.9 < time.monotonic() - started < 5
+        assert "Closing a connection idle for 1 s (--idle-timeout)" in server.log()
+        writer.close()
+    finally:
+        server.stop()
+
+
 async def test_connection_wait_and_idle_limits(tiny_models: Path, tmp_path: Path) -> None:
     server = start_server(
         tiny_models / "voices.yaml",
@@ -409,12 +460,26 @@ async def test_connection_wait_and_idle_limits(tiny_models: Path, tmp_path: Path
         busy = await read_until(clients[2], "audio-stop")
         assert busy[-1].type == "error" and busy[-1].data["code"] == "model-busy"
         assert "--max-waiting 1" in busy[-1].data["text"]
-        # the busy one was closed: two more connections make four, a fifth is refused
+        # the busy one was closed: two more connections make four; a fifth gets in by closing
+        # the one idle longest
         extra = [server.client() for _ in range(3)]
         for client in extra:
             await client.connect()
-        refused = await read_event(extra[2])
-        assert refused is not None and refused.data["code"] == "server-busy"
+            await asyncio.sleep(0.1)
+        assert await read_event(extra[0], timeout=10) is None
+        assert (
+            "Closing a connection idle for 0 s to let a new one in (4 connections" in server.log()
+        )
+        # with all four busy speaking, a fifth is refused
+        for client in extra[1:]:
+            await client.write_event(
+                Synthesize(LONG_TEXT, SynthesizeVoice("tiny-oute3-en-male-1")).event()
+            )
+        await asyncio.sleep(0.3)
+        async with server.client() as fifth:
+            refused = await read_event(fifth)
+        assert refused is not None and refused.data["code"] == "server-busy", refused
+        assert "--max-connections" in refused.data["text"]
         for client in clients + extra:
             await client.disconnect()
         await asyncio.sleep(1.5)  # the server notices they are gone

@@ -67,6 +67,7 @@ class Settings:
     client_rate_grace: float
     idle_timeout: float
     max_connections: int
+    max_connections_per_address: int
     max_waiting: int
     load_timeout: float
     shutdown_grace: float
@@ -224,6 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-connections", type=int, default=64, help="open connections (default: %(default)d)"
     )
     limits.add_argument(
+        "--max-connections-per-address",
+        type=int,
+        default=16,
+        metavar="N",
+        help="open connections from one client address (default: %(default)d)",
+    )
+    limits.add_argument(
         "--max-waiting",
         type=int,
         default=8,
@@ -259,7 +267,14 @@ def parse_settings(argv: list[str]) -> Settings:
     """Parse argv plus `$WYOMING_MULTITTS_ARGS` into `Settings` (exits with a hint on errors)."""
     parser = build_parser()
     args = parser.parse_args(argv + shlex.split(os.environ.get(ARGS_ENV, "")))
-    counts = ("threads", "samples_per_chunk", "max_text_chars", "max_pieces", "max_connections")
+    counts = (
+        "threads",
+        "samples_per_chunk",
+        "max_text_chars",
+        "max_pieces",
+        "max_connections",
+        "max_connections_per_address",
+    )
     if any(getattr(args, name) < 1 for name in counts):
         parser.error(
             "--" + ", --".join(n.replace("_", "-") for n in counts) + " must be at least 1"
@@ -313,6 +328,7 @@ def parse_settings(argv: list[str]) -> Settings:
         client_rate_grace=args.client_rate_grace,
         idle_timeout=args.idle_timeout,
         max_connections=args.max_connections,
+        max_connections_per_address=args.max_connections_per_address,
         max_waiting=args.max_waiting,
         load_timeout=args.load_timeout,
         shutdown_grace=max(args.shutdown_grace, 0.0),
@@ -438,6 +454,7 @@ async def serve(settings: Settings) -> None:
         settings.uri,
         partial(SynthesisHandler, info, catalog, registry, handler_settings),
         settings.max_connections,
+        settings.max_connections_per_address,
     )
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

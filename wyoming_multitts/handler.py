@@ -213,11 +213,21 @@ class SynthesisHandler(AsyncEventHandler):
             await self._cancel_synthesis()
             self.writer.close()
 
+    def _busy(self) -> bool:
+        """Whether a request is being spoken (a stream that has spoken all its text so far and
+        waits for more is not: a client that opens streams and sends nothing is idle)."""
+        speaking = self._task is not None and not self._task.done()
+        return speaking and not (self._stream is not None and self._stream.waiting_for_text)
+
+    def idle_seconds(self) -> float:
+        """How long the connection has received nothing and had nothing to speak (0: busy)."""
+        return 0.0 if self._busy() else time.monotonic() - self._last_activity
+
     async def _wait_for_client(self, pending: asyncio.Task[Event | None]) -> bool:
         """Wait for the next event; False once the connection has been idle too long (nothing
         received and nothing in progress for `idle_timeout` seconds)."""
         while True:
-            busy = self._task is not None and not self._task.done()
+            busy = self._busy()
             if busy:
                 self._last_activity = time.monotonic()
             left = self._last_activity + self._settings.idle_timeout - time.monotonic()
@@ -552,6 +562,8 @@ class _TextStream:
         self._queue: asyncio.Queue[list[str] | None] = asyncio.Queue()
         self._parts: list[str] = []
         self.total_chars = 0
+        self.waiting_for_text = False
+        """Everything received is spoken and more text is awaited: the connection is idle."""
 
     @property
     def text(self) -> str:
@@ -577,7 +589,12 @@ class _TextStream:
 
     async def cycles(self) -> AsyncIterator[list[str]]:
         """The sentences of each audio cycle, in order, until the text ends."""
-        while (sentences := await self._queue.get()) is not None:
+        while True:
+            self.waiting_for_text = self._queue.empty()
+            sentences = await self._queue.get()
+            self.waiting_for_text = False
+            if sentences is None:
+                return
             yield sentences
 
 

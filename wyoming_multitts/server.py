@@ -1,5 +1,10 @@
 """Accepting connections: `tcp://` (IPv4, IPv6 or a host name), `unix://` and `stdio://`, at most
-`max_connections` at once, and a graceful stop.
+`max_connections` at once and `max_per_address` from one address, and a graceful stop.
+
+When either limit is reached, the connection idle longest (of the server, or of that address)
+is closed to let the new one in, so that Home Assistant and the health check always get in even
+when other clients hold every slot open doing nothing. Only when every connection is busy
+speaking is the newcomer refused.
 
 We do this rather than use `wyoming.server.AsyncServer` because a server for unknown clients
 needs a connection limit, and a stop that lets requests in flight finish (SIGTERM from Docker or
@@ -38,7 +43,13 @@ HandlerFactory = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Synthesi
 class Listener:
     """Serves `uri` with one handler per connection until `stopping` is set."""
 
-    def __init__(self, uri: str, make_handler: HandlerFactory, max_connections: int) -> None:
+    def __init__(
+        self,
+        uri: str,
+        make_handler: HandlerFactory,
+        max_connections: int,
+        max_per_address: int,
+    ) -> None:
         self._uri = urlparse(uri)
         if self._uri.scheme not in ("tcp", "unix", "stdio"):
             raise ValueError(f"--uri {uri}: use tcp://HOST:PORT, unix://PATH or stdio://")
@@ -46,7 +57,10 @@ class Listener:
             raise ValueError(f"--uri {uri}: a tcp:// URI needs a host and a port")
         self._make_handler = make_handler
         self._max_connections = max_connections
+        self._max_per_address = max_per_address
         self._handlers: dict[asyncio.Task[None], SynthesisHandler] = {}
+        self._addresses: dict[asyncio.Task[None], str] = {}
+        """The client address of each TCP connection (unix and stdio ones have none)."""
 
     async def serve(self, stopping: asyncio.Event, grace: float) -> None:
         """Accept connections until `stopping` is set; then stop accepting, give requests in
@@ -81,23 +95,43 @@ class Listener:
         stop_wait.cancel()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._handlers) >= self._max_connections:
-            _LOGGER.warning(
-                "Refusing a connection: %d are open (--max-connections)", len(self._handlers)
-            )
-            refusal = Error(
-                text=f"the server has {self._max_connections} connections open, its limit "
-                "(--max-connections); try again shortly",
-                code="server-busy",
-            )
-            with contextlib.suppress(ConnectionError, asyncio.TimeoutError):
-                await asyncio.wait_for(async_write_event(refusal.event(), writer), REFUSAL_SECONDS)
-            writer.close()
-            return
+        peer = writer.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        same_address = [task for task, other in self._addresses.items() if other == address]
+        if address is not None and len(same_address) >= self._max_per_address:
+            limit = f"{self._max_per_address} connections from {address}"
+            if not await self._make_room(same_address, limit, "--max-connections-per-address"):
+                await _refuse(writer, limit, "--max-connections-per-address")
+                return
+        elif len(self._handlers) >= self._max_connections:
+            limit = f"{self._max_connections} connections"
+            if not await self._make_room(list(self._handlers), limit, "--max-connections"):
+                await _refuse(writer, limit, "--max-connections")
+                return
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
-        self._run_handler(reader, writer)
+        task = self._run_handler(reader, writer)
+        if address is not None:
+            self._addresses[task] = address
+
+    async def _make_room(self, among: list[asyncio.Task[None]], limit: str, option: str) -> bool:
+        """Close the connection idle longest of `among`; False when every one is busy."""
+        idle = {
+            task: self._handlers[task].idle_seconds() for task in among if task in self._handlers
+        }
+        victim = max(idle, key=idle.__getitem__, default=None)
+        if victim is None or idle[victim] <= 0:
+            return False
+        _LOGGER.info(
+            "Closing a connection idle for %.0f s to let a new one in (%s, %s)",
+            idle[victim],
+            limit,
+            option,
+        )
+        await self._handlers[victim].stop()
+        self._forget(victim)
+        return True
 
     def _run_handler(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -105,8 +139,12 @@ class Listener:
         handler = self._make_handler(reader, writer)
         task = asyncio.create_task(handler.run(), name="wyoming connection")
         self._handlers[task] = handler
-        task.add_done_callback(lambda done: self._handlers.pop(done, None))
+        task.add_done_callback(self._forget)
         return task
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self._handlers.pop(task, None)
+        self._addresses.pop(task, None)
 
     async def _stop_handlers(self, grace: float) -> None:
         if not self._handlers:
@@ -119,3 +157,15 @@ class Listener:
         handlers = dict(self._handlers)
         await asyncio.gather(*(handler.finish(grace) for handler in handlers.values()))
         await asyncio.wait(handlers, timeout=CLOSE_SECONDS)
+
+
+async def _refuse(writer: asyncio.StreamWriter, limit: str, option: str) -> None:
+    """Tell a client there is no room (every connection busy speaking), then close."""
+    _LOGGER.warning("Refusing a connection: %s are open and busy (%s)", limit, option)
+    refusal = Error(
+        text=f"the server has {limit} open and busy, its limit ({option}); try again shortly",
+        code="server-busy",
+    )
+    with contextlib.suppress(ConnectionError, asyncio.TimeoutError):
+        await asyncio.wait_for(async_write_event(refusal.event(), writer), REFUSAL_SECONDS)
+    writer.close()
