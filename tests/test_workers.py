@@ -19,6 +19,7 @@ from typing import Iterator
 
 import psutil
 import pytest
+import yaml
 from wyoming.event import Event, async_write_event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeVoice
@@ -218,20 +219,64 @@ async def read_trickle(sock: socket.socket, bytes_per_second: int, seconds: floa
             pass
 
 
+# ---- loads at once
+
+
+async def test_first_requests_for_every_model_load_one_at_a_time(
+    tiny_models: Path, tmp_path: Path
+) -> None:
+    """A first request for each of the 7 tiny models at once: one load at a time
+    (--max-loads 1), every request served."""
+    server = start_server(tiny_models / "voices.yaml", tmp_path)
+    try:
+        catalog = yaml.safe_load((tiny_models / "voices.yaml").read_text())
+        first_voices = {}
+        for name, voice in catalog["voices"].items():
+            first_voices.setdefault(voice["model"], name)
+        assert len(first_voices) == 7
+        results = await asyncio.gather(
+            *(synthesize(server, "Hello.", voice) for voice in first_voices.values())
+        )
+        assert all(events[-1].type == "audio-stop" for events in results)
+        log = server.log()
+        # each worker starts its load only once the one before has loaded
+        steps = re.findall(r"for (\S+): \d+ MB resident before loading|Loaded model (\S+) ", log)
+        assert len(steps) == 14
+        for start, loaded in zip(steps[::2], steps[1::2]):
+            assert start[0] and loaded[1] == start[0], steps
+        assert "waits for 1 load(s) in progress (--max-loads)" in log
+    finally:
+        server.stop()
+
+
 # ---- 6. a worker that dies, a model that aborts inside llama.cpp
 
 
-async def test_a_killed_worker_is_an_error_for_its_requests_only(server: RunningServer) -> None:
+async def kill_worker_mid_request(
+    server: RunningServer, sig: signal.Signals, meanwhile: str | None = None
+) -> tuple[int, list[Event], asyncio.Task[list[Event]] | None]:
+    """Kill tiny-tara's worker with `sig` once its long request has started; the worker's pid,
+    the request's events, and a request for voice `meanwhile` started right after the kill."""
     await synthesize(server, "Load.", "tiny-tara")
     pid = worker_pid(server, "orpheus-tiny")
+    other = None
     async with server.client() as client:
         request = Synthesize(text=LONG_TEXT, voice=SynthesizeVoice("tiny-tara"))
         await client.write_event(request.event())
         assert (await read_event(client)).type == "audio-start"  # type: ignore[union-attr]
-        os.kill(pid, signal.SIGKILL)
-        other = asyncio.create_task(synthesize(server, "Meanwhile.", "tiny-oute3-en-male-1"))
+        os.kill(pid, sig)
+        if meanwhile is not None:
+            other = asyncio.create_task(synthesize(server, "Meanwhile.", meanwhile))
         events = await read_until(client, "audio-stop")
         assert await read_event(client) is None  # closed after the error
+    return pid, events, other
+
+
+async def test_a_killed_worker_is_an_error_for_its_requests_only(server: RunningServer) -> None:
+    pid, events, other = await kill_worker_mid_request(
+        server, signal.SIGKILL, meanwhile="tiny-oute3-en-male-1"
+    )
+    assert other is not None
     error = events[-1]
     assert error.type == "error" and error.data["code"] == "model-crashed", error
     assert "voice tiny-tara" in error.data["text"] and "SIGKILL" in error.data["text"]
@@ -245,14 +290,7 @@ async def test_a_worker_killed_by_sigill_names_the_cpu_and_the_remedy(
 ) -> None:
     """SIGILL is what a kernel this CPU refuses does to a worker (docs/cpus.md): the error says
     so and how to rebuild, rather than a generic crash."""
-    await synthesize(server, "Load.", "tiny-tara")
-    pid = worker_pid(server, "orpheus-tiny")
-    async with server.client() as client:
-        request = Synthesize(text=LONG_TEXT, voice=SynthesizeVoice("tiny-tara"))
-        await client.write_event(request.event())
-        assert (await read_event(client)).type == "audio-start"  # type: ignore[union-attr]
-        os.kill(pid, signal.SIGILL)
-        events = await read_until(client, "audio-stop")
+    pid, events, _ = await kill_worker_mid_request(server, signal.SIGILL)
     error = events[-1]
     assert error.type == "error" and error.data["code"] == "cpu-refused-instruction", error
     text = error.data["text"]

@@ -69,6 +69,7 @@ class Settings:
     max_connections: int
     max_connections_per_address: int
     max_waiting: int
+    max_loads: int
     load_timeout: float
     shutdown_grace: float
     debug: bool
@@ -238,6 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="requests that may queue for one busy model (default: %(default)d)",
     )
     limits.add_argument(
+        "--max-loads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="models loading (downloading, converting) at once; others wait their turn "
+        "(default: %(default)d)",
+    )
+    limits.add_argument(
         "--load-timeout",
         type=float,
         default=900.0,
@@ -274,6 +283,7 @@ def parse_settings(argv: list[str]) -> Settings:
         "max_pieces",
         "max_connections",
         "max_connections_per_address",
+        "max_loads",
     )
     if any(getattr(args, name) < 1 for name in counts):
         parser.error(
@@ -330,6 +340,7 @@ def parse_settings(argv: list[str]) -> Settings:
         max_connections=args.max_connections,
         max_connections_per_address=args.max_connections_per_address,
         max_waiting=args.max_waiting,
+        max_loads=args.max_loads,
         load_timeout=args.load_timeout,
         shutdown_grace=max(args.shutdown_grace, 0.0),
         debug=args.debug,
@@ -431,6 +442,7 @@ async def serve(settings: Settings) -> None:
             unload_after=settings.unload_after,
             load_timeout=settings.load_timeout,
             max_waiting=settings.max_waiting,
+            max_loads=settings.max_loads,
             log_level="DEBUG" if settings.debug else "INFO",
             log_format=settings.log_format,
             stats_file=settings.stats_file,

@@ -97,6 +97,8 @@ class RegistrySettings:
     """Seconds a worker may take to load its model (after its files are fetched)."""
     max_waiting: int = 8
     """Requests that may wait for one model while it serves another."""
+    max_loads: int = 1
+    """Models loading at once (worker start, download, conversion, load); the others wait."""
     log_level: str = "INFO"
     log_format: str = logging.BASIC_FORMAT
     stats_file: Path | None = None
@@ -118,6 +120,9 @@ class ModelRegistry:
             settings.speaker_dir, settings.hub, settings.threads, settings.load_timeout
         )
         self._room = asyncio.Lock()
+        self._loads = asyncio.Semaphore(settings.max_loads)
+        """Taken by each load from its worker's start to its end: 15 first requests for 15
+        models must not start 15 workers and 15 downloads at once."""
         self._idle_task: asyncio.Task[None] | None = None
 
     @property
@@ -189,6 +194,16 @@ class ModelRegistry:
         return await asyncio.shield(slot.loading)
 
     async def _load(self, slot: _Slot, voice: str) -> ModelProcess:
+        if self._loads.locked():
+            _LOGGER.info(
+                "Model %s waits for %d load(s) in progress (--max-loads)",
+                slot.spec.name,
+                self._settings.max_loads,
+            )
+        async with self._loads:
+            return await self._load_now(slot, voice)
+
+    async def _load_now(self, slot: _Slot, voice: str) -> ModelProcess:
         spec, settings = slot.spec, self._settings
         where = f"voice {voice} (model {spec.name})"
         started = time.monotonic()
