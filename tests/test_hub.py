@@ -3,6 +3,8 @@ reach here): a cache laid out as huggingface_hub writes it, read by the real lib
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +68,36 @@ def test_a_folder_file_may_be_either_of_two(tmp_path: Path, present: str) -> Non
     (snapshot / present).unlink()
     with pytest.raises(ModelFileError, match=r"lacks vocab\.txt or tokenizer\.json; check"):
         hub.fetch_folder(FileRef(repo=REPO), names)
+
+
+def test_partial_downloads_no_process_writes_are_removed(tmp_path: Path) -> None:
+    """A worker killed mid-download leaves `blobs/<etag>.<id>.incomplete`; one that another
+    process is writing (it holds the blob's lock, as huggingface_hub does) stays."""
+    blobs = tmp_path / "models--example--voices" / "blobs"
+    blobs.mkdir(parents=True)
+    dead = blobs / "aaaa.1234abcd.incomplete"
+    dead.write_bytes(b"x" * 1000)
+    live = blobs / "bbbb.5678abcd.incomplete"
+    live.write_bytes(b"y" * 10)
+    lock = tmp_path / ".locks" / "models--example--voices" / "bbbb.lock"
+    lock.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(lock)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        assert Hub(cache_dir=tmp_path).remove_stale_downloads() == 1000
+        assert not dead.exists() and live.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert Hub(cache_dir=tmp_path).remove_stale_downloads() == 10  # its writer is gone now
+
+
+HOLD_LOCK = """
+import sys, time
+from filelock import FileLock
+with FileLock(sys.argv[1]):
+    print("locked", flush=True)
+    time.sleep(60)
+"""

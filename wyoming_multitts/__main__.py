@@ -432,10 +432,14 @@ async def serve(settings: Settings) -> None:
         catalog.path,
     )
 
+    hub = Hub(cache_dir=settings.download_dir, offline=settings.offline)
+    freed = await asyncio.to_thread(hub.remove_stale_downloads)
+    if freed:
+        _LOGGER.info("Freed %.1f MB of partial downloads left by an earlier run", freed / 1e6)
     registry = ModelRegistry(
         catalog,
         RegistrySettings(
-            hub=Hub(cache_dir=settings.download_dir, offline=settings.offline),
+            hub=hub,
             threads=settings.threads,
             device_override=settings.device,
             max_loaded_bytes=settings.max_loaded_bytes,

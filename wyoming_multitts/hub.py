@@ -57,6 +57,30 @@ class Hub:
     offline: bool = False
     """Use only files already in the cache; never touch the network."""
 
+    def remove_stale_downloads(self) -> int:
+        """Delete the partial downloads (`blobs/*.incomplete`) that no process is writing: those
+        of a worker killed mid-download, which huggingface_hub deletes only when it fails in
+        the worker itself. A download in progress holds its blob's lock
+        (`.locks/<repo>/<etag>.lock`, huggingface_hub 2.4), so one of another server sharing
+        the cache is kept. Returns the bytes freed."""
+        from filelock import FileLock, Timeout
+        from huggingface_hub import constants
+
+        cache = self.cache_dir or Path(constants.HF_HUB_CACHE)
+        freed = 0
+        for partial in cache.glob("*/blobs/*.incomplete"):
+            etag = partial.name.split(".", 1)[0]
+            lock = FileLock(cache / ".locks" / partial.parent.parent.name / f"{etag}.lock")
+            try:
+                with lock.acquire(timeout=0):
+                    size = partial.stat().st_size
+                    partial.unlink()
+            except (Timeout, OSError):
+                continue  # being written, or already gone
+            freed += size
+            _LOGGER.info("Removed a partial download left by an earlier run: %s", partial)
+        return freed
+
     def fetch_file(self, ref: FileRef) -> Path:
         """A local path to the single file `ref` names."""
         if ref.path is not None:
