@@ -314,9 +314,12 @@ class SynthesisHandler(AsyncEventHandler):
             spec = self._voice_for_language(language)
         elif name in self._catalog.voices:
             spec = self._catalog.voices[name]
-        else:
-            known = ", ".join(self._catalog.voices)
-            raise RequestError(f"unknown voice {name[:80]!r} (voices: {known})", "unknown-voice")
+        else:  # no list: there are over 100 voices, and Home Assistant shows this line
+            raise RequestError(
+                f"unknown voice {name[:80]!r}: pick one of this server's voices in Home "
+                "Assistant's voice picker (they are in its describe answer)",
+                "unknown-voice",
+            )
         if speaker is not None and speaker != spec.speaker and speaker not in spec.speakers:
             offered = ", ".join(spec.speakers or ((spec.speaker,) if spec.speaker else ()))
             raise RequestError(
