@@ -41,6 +41,7 @@ def failing_server(tiny_models: Path, broken_dir: Path) -> Iterator[RunningServe
     models["late"]["files"]["model"] = {"path": str(broken_dir / "late.gguf")}
     models["garbage"]["files"]["model"] = {"path": str(broken_dir / "garbage.gguf")}
     models["hub"]["files"]["model"] = {"repo": "example/orpheus-GGUF", "file": "model.gguf"}
+    models["no-download"] = {**models["hub"], "download": False}
     # OuteTTS with its two files swapped: tokenizing with the tokenizer-less vocoder, or feeding
     # the vocoder more codes than it takes, would abort the whole process inside llama.cpp
     models["swapped"] = {
@@ -86,6 +87,7 @@ async def request(server: RunningServer, voice: str) -> list:  # type: ignore[ty
         ("late", "late.gguf does not exist"),
         ("garbage", "garbage.gguf"),
         ("hub", "example/orpheus-GGUF/model.gguf"),
+        ("no-download", "the catalog says download: false"),
         ("gpu", "device cuda"),
         ("swapped", "wavtokenizer-tiny.gguf"),
         ("oute10-wavtokenizer", "OuteTTS 1.0, whose vocoder is {repo: ibm-research/DAC.speech"),

@@ -79,6 +79,9 @@ class ModelSpec:
     attribution: Attribution | None = None
     source: Path | None = None
     """The catalog file this entry came from (for error messages)."""
+    download: bool = True
+    """False: a request never downloads this model's files; they must be in the cache already
+    (fetched by hand), like `--offline` for this model alone."""
 
 
 @dataclass(frozen=True)
@@ -176,8 +179,13 @@ def _parse_model(name: str, entry: Any, path: Path) -> ModelSpec:
     where = f"{path}: models.{name}"
     entry = _mapping(entry, where)
     _check_keys(
-        entry, {"engine", "files", "device", "options", "description", "attribution"}, where
+        entry,
+        {"engine", "files", "device", "options", "description", "attribution", "download"},
+        where,
     )
+    download = entry.get("download", True)
+    if not isinstance(download, bool):
+        raise CatalogError(f"{where}.download: give true or false, not {download!r}")
     engine = _string(entry.get("engine"), f"{where}.engine")
     files_doc = _mapping(entry.get("files"), f"{where}.files")
     files = {
@@ -202,6 +210,7 @@ def _parse_model(name: str, entry: Any, path: Path) -> ModelSpec:
         description=_optional_string(entry.get("description"), f"{where}.description"),
         attribution=attribution,
         source=path,
+        download=download,
     )
 
 

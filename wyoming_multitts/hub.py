@@ -56,6 +56,8 @@ class Hub:
     """Where downloads go (None: the Hugging Face default, `~/.cache/huggingface/hub`)."""
     offline: bool = False
     """Use only files already in the cache; never touch the network."""
+    offline_because: str = "--offline is set"
+    """Why, for the error when a file is not in the cache."""
 
     def remove_stale_downloads(self) -> int:
         """Delete the partial downloads (`blobs/*.incomplete`) that no process is writing: those
@@ -160,8 +162,9 @@ class Hub:
             yield
         except LocalEntryNotFoundError as err:
             hint = (
-                "it is not in the cache and --offline is set: download it once with network "
-                "access, or point the catalog at a local file with 'path:'"
+                f"it is not in the cache and {self.offline_because}: download it once by hand "
+                "(huggingface-cli download REPO), or point the catalog at a local file with "
+                "'path:'"
                 if self.offline
                 else "the hub could not be reached and the file is not cached: check the "
                 "network, or point the catalog at a local file with 'path:'"

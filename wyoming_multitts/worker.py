@@ -16,6 +16,7 @@ import os
 import queue
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, Iterator, Mapping
 
@@ -199,6 +200,9 @@ class Worker:
 def fetch_files(load: channel.Load, roles: Mapping[str, tuple[str, ...] | None]) -> dict[str, Path]:
     """Local paths of the model's files by role, downloading what is missing."""
     spec = load.model
+    hub = load.hub
+    if not spec.download:
+        hub = replace(hub, offline=True, offline_because="the catalog says download: false")
     paths: dict[str, Path] = {}
     for role, folder_files in roles.items():
         if role not in spec.files:
@@ -208,9 +212,7 @@ def fetch_files(load: channel.Load, roles: Mapping[str, tuple[str, ...] | None])
             )
         ref = spec.files[role]
         paths[role] = (
-            load.hub.fetch_file(ref)
-            if folder_files is None
-            else load.hub.fetch_folder(ref, folder_files)
+            hub.fetch_file(ref) if folder_files is None else hub.fetch_folder(ref, folder_files)
         )
     return paths
 
