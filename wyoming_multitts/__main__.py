@@ -58,6 +58,7 @@ class Settings:
     max_loaded_bytes: int
     unload_after: float | None
     offline: bool
+    min_free_disk: float
     max_text_chars: int
     max_speech_seconds: float
     max_pieces: int
@@ -164,6 +165,14 @@ def build_parser() -> argparse.ArgumentParser:
         dest="offline",
         action="store_true",
         help="never download: use only cached or local model files",
+    )
+    parser.add_argument(
+        "--min-free-disk",
+        type=float,
+        default=2.0,
+        metavar="GB",
+        help="refuse a model download that would leave less free space on the model cache's "
+        "disk (default: %(default)g)",
     )
     parser.add_argument(
         "--max-text-chars", type=int, default=20_000, help="longest text one request may carry"
@@ -296,7 +305,7 @@ def parse_settings(argv: list[str]) -> Settings:
         "idle_timeout",
         "load_timeout",
     )
-    at_least_0 = ("max_waiting", "min_client_rate", "client_rate_grace")
+    at_least_0 = ("max_waiting", "min_client_rate", "client_rate_grace", "min_free_disk")
     if any(not getattr(args, name) > 0 for name in seconds) or any(
         not getattr(args, name) >= 0 for name in at_least_0
     ):
@@ -329,6 +338,7 @@ def parse_settings(argv: list[str]) -> Settings:
         max_loaded_bytes=args.max_loaded_bytes,
         unload_after=args.unload_after,
         offline=args.offline,
+        min_free_disk=args.min_free_disk,
         max_text_chars=args.max_text_chars,
         max_speech_seconds=args.max_speech_seconds,
         max_pieces=args.max_pieces,
@@ -432,7 +442,11 @@ async def serve(settings: Settings) -> None:
         catalog.path,
     )
 
-    hub = Hub(cache_dir=settings.download_dir, offline=settings.offline)
+    hub = Hub(
+        cache_dir=settings.download_dir,
+        offline=settings.offline,
+        min_free_bytes=int(settings.min_free_disk * 1e9),
+    )
     freed = await asyncio.to_thread(hub.remove_stale_downloads)
     if freed:
         _LOGGER.info("Freed %.1f MB of partial downloads left by an earlier run", freed / 1e6)

@@ -87,6 +87,12 @@ class WorkerDiedError(VoiceError):
     code = "model-crashed"
 
 
+class NotEnoughDiskError(ModelFileError):
+    """The model's files would leave less free space on the cache's disk than it must keep."""
+
+    code = "not-enough-disk"
+
+
 class RefusedInstructionError(WorkerDiedError):
     """The worker died of SIGILL: its native code uses an instruction this CPU refuses."""
 
@@ -111,6 +117,7 @@ VOICE_ERRORS: tuple[type[VoiceError], ...] = (
     OptionError,
     DeviceError,
     ModelFileError,
+    NotEnoughDiskError,
     LlamaError,
     ConvertError,
     SpeakerError,

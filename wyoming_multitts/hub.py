@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -12,7 +13,7 @@ from typing import Any, Iterator
 from tqdm.auto import tqdm
 
 from .catalog import FileRef
-from .errors import ModelFileError
+from .errors import ModelFileError, NotEnoughDiskError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -58,6 +59,50 @@ class Hub:
     """Use only files already in the cache; never touch the network."""
     offline_because: str = "--offline is set"
     """Why, for the error when a file is not in the cache."""
+    min_free_bytes: int = 0
+    """Free space the cache's disk keeps (`--min-free-disk`): a download that would leave
+    less is refused before it starts."""
+
+    def check_room(self, ref: FileRef, names: tuple[str, ...] | None) -> None:
+        """`NotEnoughDiskError` when the files of `ref` (`names` of a folder, else its `file`)
+        that are not in the cache yet would leave less than `min_free_bytes` free on the
+        cache's disk. Their sizes come from the hub, in one listing, before anything is
+        downloaded (huggingface_hub itself only warns when the disk is short)."""
+        if ref.path is not None or self.offline or self.min_free_bytes <= 0:
+            return
+        from huggingface_hub import HfApi, try_to_load_from_cache
+
+        wanted = [ref.file or ""] if names is None else [
+            one for name in names for one in name.split(ALTERNATIVES)
+        ]  # fmt: skip
+        missing = [
+            name
+            for name in wanted
+            if not isinstance(
+                try_to_load_from_cache(
+                    ref.repo or "", name, cache_dir=self.cache_dir, revision=ref.revision
+                ),
+                str,
+            )
+        ]
+        if not missing:
+            return
+        with self._hub_errors(f"{ref.repo} (its file sizes)"):
+            listing = HfApi().list_repo_tree(ref.repo or "", revision=ref.revision, recursive=True)
+            sizes = {entry.path: getattr(entry, "size", 0) for entry in listing}
+        needed = sum(sizes.get(name, 0) for name in missing)
+        free = shutil.disk_usage(_existing(self._cache())).free
+        if free - needed < self.min_free_bytes:
+            raise NotEnoughDiskError(
+                f"{ref.repo} needs {needed / 1e9:.1f} GB more in the model cache, whose disk has "
+                f"{free / 1e9:.1f} GB free and keeps {self.min_free_bytes / 1e9:.1f} GB "
+                "(--min-free-disk): free some space, or delete models you no longer use"
+            )
+
+    def _cache(self) -> Path:
+        from huggingface_hub import constants
+
+        return self.cache_dir or Path(constants.HF_HUB_CACHE)
 
     def remove_stale_downloads(self) -> int:
         """Delete the partial downloads (`blobs/*.incomplete`) that no process is writing: those
@@ -66,9 +111,8 @@ class Hub:
         (`.locks/<repo>/<etag>.lock`, huggingface_hub 2.4), so one of another server sharing
         the cache is kept. Returns the bytes freed."""
         from filelock import FileLock, Timeout
-        from huggingface_hub import constants
 
-        cache = self.cache_dir or Path(constants.HF_HUB_CACHE)
+        cache = self._cache()
         freed = 0
         for partial in cache.glob("*/blobs/*.incomplete"):
             etag = partial.name.split(".", 1)[0]
@@ -175,3 +219,10 @@ class Hub:
                 f"downloading {what} failed ({type(err).__name__}: {err}); check the "
                 "repo id and file name in the catalog"
             ) from err
+
+
+def _existing(path: Path) -> Path:
+    """`path`, or its nearest ancestor that exists (the cache is made on first download)."""
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path

@@ -211,6 +211,7 @@ def fetch_files(load: channel.Load, roles: Mapping[str, tuple[str, ...] | None])
                 f"engine {spec.engine} needs files: {', '.join(roles)}"
             )
         ref = spec.files[role]
+        hub.check_room(ref, folder_files)
         paths[role] = (
             hub.fetch_file(ref) if folder_files is None else hub.fetch_folder(ref, folder_files)
         )
