@@ -1,7 +1,8 @@
-"""The model cache's disk: a download that would leave less free than `--min-free-disk` is
-refused before it starts, with a clear error and nothing partial left, and one that fits goes
-through. The files come from a local stand-in for the hub (`hub_server.py`) through the real
-huggingface_hub, into a tmpfs of the test's own (skipped where mounting is not allowed)."""
+"""Files from the hub, through a local stand-in for it (`hub_server.py`) and the real
+huggingface_hub: a download that would leave less free than `--min-free-disk` on the cache's
+disk (a tmpfs of the test's own; skipped where mounting is not allowed) is refused before it
+starts, with a clear error and nothing partial left, and one that fits goes through; a
+hub-hosted reference recording is fetched once."""
 
 from __future__ import annotations
 
@@ -100,3 +101,31 @@ async def test_a_download_is_refused_before_it_would_fill_the_disk(
     finally:
         server.stop()
     assert any(r.startswith("GET") and "orpheus-tiny.gguf" in r for r in local_hub.requests)
+
+
+async def test_a_hub_hosted_reference_is_fetched_once(
+    tiny_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cloned voice whose recording is on the hub asks the hub once, not on every request."""
+    repo = tmp_path / "hub" / "example" / "voices"
+    repo.mkdir(parents=True)
+    shutil.copy(tiny_models / "qwen3tts-tiny-reference.wav", repo / "me.wav")
+    hub = LocalHub(tmp_path / "hub")
+    tiny = yaml.safe_load((tiny_models / "voices.yaml").read_text())
+    model = tiny["models"]["qwen3tts-tiny-base"]
+    model = {**model, "files": {"model": {"path": str(tiny_models / "qwen3tts-tiny-base")}}}
+    voice = {
+        "model": "base",
+        "reference": {"repo": "example/voices", "file": "me.wav", "text": "Hello, my voice."},
+    }
+    catalog = tmp_path / "voices.yaml"
+    catalog.write_text(yaml.safe_dump({"models": {"base": model}, "voices": {"hub": voice}}))
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+    server = start_server(catalog, tmp_path, "--download-dir", str(tmp_path / "cache"))
+    try:
+        for _ in range(3):
+            assert (await speak(server))[-1].type == "audio-stop", server.log()[-2000:]
+    finally:
+        server.stop()
+        hub.close()
+    assert len([r for r in hub.requests if "me.wav" in r and r.startswith("HEAD")]) == 1

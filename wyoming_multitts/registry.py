@@ -120,6 +120,9 @@ class ModelRegistry:
             settings.speaker_dir, settings.hub, settings.threads, settings.load_timeout
         )
         self._room = asyncio.Lock()
+        self._references: dict[str, Path] = {}
+        """Hub-hosted reference recordings by voice, fetched once: asked of the hub on every
+        request, they cost a round trip each time and failed whenever the hub did."""
         self._loads = asyncio.Semaphore(settings.max_loads)
         """Taken by each load from its worker's start to its end: 15 first requests for 15
         models must not start 15 workers and 15 downloads at once."""
@@ -165,10 +168,11 @@ class ModelRegistry:
         ref = spec.reference
         if ref is None:
             return voice
-        path = ref.audio.path
+        path = ref.audio.path or self._references.get(spec.name)
         if path is None:
             with context(f"voice {spec.name} (reference audio)"):
                 path = await asyncio.to_thread(self._settings.hub.fetch_file, ref.audio)
+            self._references[spec.name] = path
         reference = ReferenceAudio(path, ref.text)
         model = self._slots[spec.model].spec
         if model.engine not in PROFILE_FROM_REFERENCE:
