@@ -439,12 +439,16 @@ async def test_idle_stream_openers_cannot_lock_out_a_describe(
     """64 connections (16 from each of four addresses) that opened a stream and sent no text
     hold every slot; Home Assistant's describe still gets in, by closing the one idle longest,
     and a 17th from one address closes that address's own idle longest."""
-    server = start_server(tiny_models / "voices.yaml", tmp_path, bind="127.0.0.1")
+    server = start_server(
+        tiny_models / "voices.yaml", tmp_path, "--max-connections-per-address", "16"
+    )
     openers = []
     try:
-        for _ in range(17):  # the 17th from one address closes that address's idle longest
+        for _ in range(16):
             openers.append(await open_stream_opener(server, "127.0.0.2"))
-            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.6)  # idle long enough to be closed for a newcomer
+        # the 17th from one address closes that address's idle longest
+        openers.append(await open_stream_opener(server, "127.0.0.2"))
         await asyncio.sleep(0.5)
         assert "(16 connections from 127.0.0.2, --max-connections-per-address)" in server.log()
         for source in ("127.0.0.3", "127.0.0.4", "127.0.0.5"):
@@ -501,12 +505,13 @@ async def test_connection_wait_and_idle_limits(tiny_models: Path, tmp_path: Path
         # the busy one was closed: two more connections make four; a fifth gets in by closing
         # the one idle longest
         extra = [server.client() for _ in range(3)]
-        for client in extra:
+        for client in extra[:2]:
             await client.connect()
-            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.6)  # idle long enough to be closed, not yet for --idle-timeout
+        await extra[2].connect()
         assert await read_event(extra[0], timeout=10) is None
-        assert (
-            "Closing a connection idle for 0 s to let a new one in (4 connections" in server.log()
+        assert re.search(
+            r"Closing a connection idle for \d s to let a new one in \(4 connections", server.log()
         )
         # with all four busy speaking, a fifth is refused
         for client in extra[1:]:

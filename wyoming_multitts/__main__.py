@@ -237,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument(
         "--max-connections-per-address",
         type=int,
-        default=16,
+        default=32,
         metavar="N",
         help="open connections from one client address (default: %(default)d)",
     )

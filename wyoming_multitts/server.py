@@ -3,8 +3,8 @@
 
 When either limit is reached, the connection idle longest (of the server, or of that address)
 is closed to let the new one in, so that Home Assistant and the health check always get in even
-when other clients hold every slot open doing nothing. Only when every connection is busy
-speaking is the newcomer refused.
+when other clients hold every slot open doing nothing. Only when no connection has been idle
+for `MIN_IDLE_TO_CLOSE` (all busy speaking, or just opened) is the newcomer refused.
 
 We do this rather than use `wyoming.server.AsyncServer` because a server for unknown clients
 needs a connection limit, and a stop that lets requests in flight finish (SIGTERM from Docker or
@@ -36,6 +36,10 @@ SEND_BUFFER_BYTES = 64 * 1024
 """Kernel send buffer per connection (Linux doubles it: ~2.7 s of 24 kHz audio). Left alone it
 grows to megabytes on a fast link, so a client that reads nothing would swallow half a minute
 of audio before backpressure (and `--client-timeout`) could notice."""
+
+MIN_IDLE_TO_CLOSE = 0.5
+"""Seconds a connection must have been idle before it is closed for a newcomer: one opened a
+moment ago is about to speak (a burst of describes, Home Assistant's next request)."""
 
 HandlerFactory = Callable[[asyncio.StreamReader, asyncio.StreamWriter], SynthesisHandler]
 
@@ -121,7 +125,7 @@ class Listener:
             task: self._handlers[task].idle_seconds() for task in among if task in self._handlers
         }
         victim = max(idle, key=idle.__getitem__, default=None)
-        if victim is None or idle[victim] <= 0:
+        if victim is None or idle[victim] < MIN_IDLE_TO_CLOSE:
             return False
         _LOGGER.info(
             "Closing a connection idle for %.0f s to let a new one in (%s, %s)",
