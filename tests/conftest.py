@@ -244,3 +244,27 @@ def copy_tiny(tiny_models: Path, destination: Path) -> Path:
     """A private copy of the tiny model folder (for tests that break or delete files)."""
     shutil.copytree(tiny_models, destination)
     return destination
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Callable[[int], Path]]:
+    """Mounts a tmpfs of a given size in MB under `tmp_path` (a filesystem of the test's own: its
+    free space, or a read-only remount, as root in CI); skips the test where mounting is not
+    allowed; unmounts afterwards."""
+    mounts: list[Path] = []
+
+    def mount(size_mb: int) -> Path:
+        point = tmp_path / f"tmpfs-{len(mounts)}"
+        point.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(point)],
+            capture_output=True,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+        mounts.append(point)
+        return point
+
+    yield mount
+    for point in mounts:
+        subprocess.run(["umount", "-l", str(point)], check=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Iterator
+from typing import Callable
 
 import pytest
 import yaml
@@ -18,26 +18,15 @@ from wyoming.tts import Synthesize, SynthesizeVoice
 
 from .conftest import read_until, start_server
 
-CACHE_MOUNT_SIZE = "256m"
+CACHE_MOUNT_SIZE_MB = 256
 VOICES = {"tiny-tara": "orpheus-tiny", "tiny-qwen3-ryan": "qwen3tts-tiny"}
 """The engines that convert at their first load: Orpheus (its reduced output head) and Qwen3-TTS
 (the release to GGUF)."""
 
 
 @pytest.fixture
-def cache_mount(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "cache"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={CACHE_MOUNT_SIZE}", "tmpfs", str(mount)],
-        capture_output=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+def cache_mount(tmpfs: Callable[[int], Path]) -> Path:
+    return tmpfs(CACHE_MOUNT_SIZE_MB)
 
 
 async def speak(server: object, voice: str) -> list:

@@ -7,9 +7,8 @@ hub-hosted reference recording is fetched once."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 import yaml
@@ -23,19 +22,8 @@ REPO = "example/orpheus-tiny-GGUF"
 
 
 @pytest.fixture
-def cache_mount(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "cache"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={CACHE_MOUNT_MB}m", "tmpfs", str(mount)],
-        capture_output=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+def cache_mount(tmpfs: Callable[[int], Path]) -> Path:
+    return tmpfs(CACHE_MOUNT_MB)
 
 
 @pytest.fixture
