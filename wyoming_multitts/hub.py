@@ -72,9 +72,7 @@ class Hub:
             return
         from huggingface_hub import HfApi, try_to_load_from_cache
 
-        wanted = [ref.file or ""] if names is None else [
-            one for name in names for one in name.split(ALTERNATIVES)
-        ]  # fmt: skip
+        wanted = [ref.file or ""] if names is None else _file_names(names)
         missing = [
             name
             for name in wanted
@@ -148,8 +146,7 @@ class Hub:
             folder = ref.path
             advice = "fix 'path:' in the voice catalog"
         else:
-            patterns = [one for name in names for one in name.split(ALTERNATIVES)]
-            folder = self._snapshot(ref.repo or "", patterns, ref.revision)
+            folder = self._snapshot(ref.repo or "", _file_names(names), ref.revision)
             advice = f"check the repo id ({ref.repo}) and its revision in the catalog"
         missing = [
             name.replace(ALTERNATIVES, " or ")
@@ -219,6 +216,11 @@ class Hub:
                 f"downloading {what} failed ({type(err).__name__}: {err}); check the "
                 "repo id and file name in the catalog"
             ) from err
+
+
+def _file_names(names: tuple[str, ...]) -> list[str]:
+    """Every file a folder's list names, each of a name's `ALTERNATIVES` included."""
+    return [one for name in names for one in name.split(ALTERNATIVES)]
 
 
 def _existing(path: Path) -> Path:
