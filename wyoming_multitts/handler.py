@@ -372,8 +372,7 @@ class SynthesisHandler(AsyncEventHandler):
             await work
             return
         except ClientStalledError as err:
-            _LOGGER.warning("Dropping a client: %s (--client-timeout)", err)
-            self.writer.transport.abort()  # frees what waits in the socket buffer
+            self._drop(err)
             return
         except ConnectionError:
             return  # the client left; nothing to tell
@@ -477,10 +476,18 @@ class SynthesisHandler(AsyncEventHandler):
             await asyncio.wait_for(self.write_event(event), pace.allowance(seconds))
         pace.wrote(time.monotonic() - started, seconds)
 
+    def _drop(self, stalled: ClientStalledError) -> None:
+        _LOGGER.warning("Dropping a client: %s (--client-timeout)", stalled)
+        self.writer.transport.abort()  # frees what waits in the socket buffer
+
     async def _send_error(self, err: RequestError) -> None:
         _LOGGER.warning("Refusing request: %s", err)
-        with contextlib.suppress(ConnectionError, RuntimeError):
+        try:
             await self.write_event(Error(text=str(err), code=err.code).event())
+        except ClientStalledError as stalled:  # a closed writer would wait for it forever
+            self._drop(stalled)
+        except (ConnectionError, RuntimeError):
+            pass
 
 
 def _voice_settings(spec: VoiceSpec, speaker: str | None) -> VoiceSettings:
