@@ -3,7 +3,7 @@
 `verbalize(text, language)` takes one sentence of plain text (the caller has removed Markdown
 and tags) and returns what a speaker of the language says for it: "Am 1.12. um 14:30 Uhr kostet
 es 3,50 €" → "Am ersten Dezember um vierzehn Uhr dreißig kostet es drei Euro und fünfzig Cent".
-The words come from the language's table (`languages.py`) and from num2words, cn2an,
+The words come from the language's table (`languages/`) and from num2words, cn2an,
 indic-numtowords and babel's CLDR data; this module is the glue, plus the rules no library has.
 
 The passes run in a fixed order, one pattern each: e-mail addresses, abbreviations, domain names,
@@ -34,7 +34,8 @@ from indic_numtowords import num2words as indic_num2words
 from num2words import CONVERTER_CLASSES, num2words
 
 from . import languages
-from .languages import CURRENCY_CODES, CURRENCY_SYMBOLS, KILO, SPACED_UNITS, UNITS, Language
+from .languages import CURRENCY_CODES, CURRENCY_SYMBOLS, KILO, SPACED_UNITS, UNITS
+from .languages.base import Language
 
 # ---------------------------------------------------------------------------
 # Constants
@@ -241,7 +242,7 @@ def _patterns(lang: Language) -> _Patterns:
         for form in sorted(abbreviations, key=len, reverse=True)
     )
     suffix = _alternatives(suffix for suffix in lang.ordinal_suffixes if suffix != ".")
-    suffix = f"(?i:{suffix})" if suffix and lang.code == "en" else suffix  # "21ST" too
+    suffix = f"(?i:{suffix})" if suffix and lang.ordinal_suffixes_any_case else suffix
 
     dates, year_words = [], _alternatives(lang.year_words)
     if cldr.written_months:
