@@ -136,7 +136,7 @@ def test_conversion_round_trip(tmp_path: Path) -> None:
     pth = dac_models.write_tiny_dac(tmp_path)
     release = torch.load(pth, weights_only=True)
     out = convert_checkpoint(pth)
-    assert out == tmp_path / "dac-tiny-24khz.safetensors"
+    assert out == tmp_path / "dac-tiny-24khz.converted.safetensors"
     with safe_open(str(out), framework="pt") as weights:
         converted = {name: weights.get_tensor(name) for name in weights.keys()}
         metadata = weights.metadata()
@@ -161,7 +161,7 @@ def test_conversion_is_done_once_and_redone_for_a_new_source(tmp_path: Path) -> 
     load_dac_decoder(pth, CPU)
     load_dac_encoder(pth, CPU)
     assert out.stat().st_mtime_ns == written  # read from the safetensors, not converted again
-    stale = tmp_path / f".{out.name}.999999999.partial"  # left by a killed conversion
+    stale = tmp_path / f".{out.name}.1-0a1b2c3d.partial"  # left by a killed conversion
     stale.write_bytes(b"half")
     dac_models.write_dac(pth, dac_models.TINY_DAC, seed=2)  # a changed download
     os.utime(pth, ns=(written + 10**9, written + 10**9))
@@ -182,12 +182,34 @@ def test_truncated_checkpoint_says_download_again(tmp_path: Path) -> None:
     assert not converted_path(pth).exists() and not list(tmp_path.glob(".*partial"))
 
 
-def test_unwritable_conversion_names_the_file(tmp_path: Path) -> None:
+def test_what_is_in_the_way_of_the_conversion_is_named_and_kept(tmp_path: Path) -> None:
+    """A user's own `X.safetensors` beside `X.pth` is not touched; a file or folder at the
+    conversion's own name that this server did not write is named, never replaced."""
     pth = dac_models.write_tiny_dac(tmp_path)
-    converted_path(pth).mkdir()  # something that is not a file is in the way
-    with pytest.raises(ConvertError, match="check the free space and permissions") as caught:
+    own = pth.with_suffix(".safetensors")
+    own.write_bytes(b"the user's")
+    convert_checkpoint(pth)
+    assert own.read_bytes() == b"the user's"
+
+    converted_path(pth).unlink()
+    converted_path(pth).mkdir()
+    with pytest.raises(ConvertError, match="is in the way .*not written by this server"):
         load_dac_decoder(pth, CPU)
-    assert str(converted_path(pth)) in str(caught.value)
+    converted_path(pth).rmdir()
+    converted_path(pth).write_bytes(own.read_bytes())
+    with pytest.raises(ConvertError, match="is in the way .*not written by this server"):
+        load_dac_decoder(pth, CPU)
+    assert converted_path(pth).read_bytes() == b"the user's"
+
+
+def test_a_conversion_cut_short_is_converted_again(tmp_path: Path) -> None:
+    pth = dac_models.write_tiny_dac(tmp_path)
+    out = convert_checkpoint(pth)
+    size = out.stat().st_size
+    out.write_bytes(out.read_bytes()[:-16])
+    assert convert_checkpoint(pth).stat().st_size == size  # written again, whole
+    with safe_open(str(out), framework="pt") as weights:
+        assert len(list(weights.keys())) > 0
     assert not list(tmp_path.glob(".*partial"))
 
 

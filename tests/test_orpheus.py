@@ -5,6 +5,7 @@ for the reduced output head (same tokens, bitwise-equal candidate logits)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import threading
@@ -18,6 +19,7 @@ from snac import SNAC
 from snac.layers import NoiseBlock
 
 from tools.modelgen.gguf_lm import byte_level_vocab, write_lm_gguf, write_quantized_lm
+from wyoming_multitts import formats
 from wyoming_multitts.catalog import ModelSpec, load_catalog
 from wyoming_multitts.codecs.snac24 import SnacDecoder
 from wyoming_multitts.codecs.windowed import WindowedDecoder
@@ -355,7 +357,7 @@ def test_conversion_is_cached_and_redone_when_the_source_changes(
     assert head.convert_once(source, SMALL_KEPT) == out
     assert out.stat().st_mtime_ns == written  # reused, not rewritten
 
-    stale = tmp_path / ".model.reduced-head.gguf.1.partial"  # an interrupted conversion's
+    stale = tmp_path / ".model.reduced-head.gguf.1-0a1b2c3d.partial"  # an interrupted one's
     stale.write_bytes(b"half")
     os.utime(small_models["untied"], ns=(written, written + 1))  # the source changed
     head.convert_once(source, SMALL_KEPT)
@@ -375,13 +377,71 @@ def test_reduced_vocabulary_keeps_the_row_count_modulo_256() -> None:
     assert np.unique(rows).size == rows.size and rows.max() < ORPHEUS_N_VOCAB
 
 
-def test_reduced_path_in_the_hub_cache() -> None:
-    repo = Path("/hf/models--org--orpheus")
+def hub_snapshot(repo: Path, commit: str, file: str, blob: Path) -> Path:
+    """`file` of `commit` in a hub cache folder as huggingface_hub lays it out: a relative link
+    from the snapshot to the blob named by the content's hash."""
+    snapshot = repo / "snapshots" / commit / file
+    snapshot.parent.mkdir(parents=True, exist_ok=True)
+    snapshot.symlink_to(os.path.relpath(blob, snapshot.parent))
+    return snapshot
+
+
+def cached_blob(repo: Path, source: Path) -> Path:
+    """`source` copied into the repo's blobs under the sha256 of its content."""
+    data = source.read_bytes()
+    blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    blob.write_bytes(data)
+    return blob
+
+
+def test_reduced_path_in_the_hub_cache_is_keyed_by_the_content(
+    small_models: dict[str, Path], tmp_path: Path
+) -> None:
+    repo = tmp_path / "models--org--orpheus"
+    blob = cached_blob(repo, small_models["untied"])
     for file in ("model-q4.gguf", "Q4_K_M/model.gguf"):
-        snapshot = repo / "snapshots" / "abc123" / file
-        assert head.reduced_path(snapshot) == repo / "orpheus-reduced-head" / "abc123" / file
+        snapshot = hub_snapshot(repo, "abc123", file, blob)
+        key = blob.name[: formats.HASH_CHARS]
+        expected = repo / "orpheus-reduced-head" / key / Path(file).name
+        assert head.reduced_path(snapshot) == expected
     local = Path("/data/snapshots/model.gguf")  # not a hub cache folder
     assert head.reduced_path(local) == Path("/data/snapshots/model.reduced-head.gguf")
+
+
+def test_a_new_commit_with_the_same_file_reuses_the_copy_and_orphans_go(
+    small_models: dict[str, Path], tmp_path: Path
+) -> None:
+    """The copy is keyed by the file's content: a commit that changed other files converts
+    nothing; once the blob it came from is gone, the next conversion deletes it."""
+    repo = tmp_path / "models--org--orpheus"
+    blob = cached_blob(repo, small_models["untied"])
+    first = head.convert_once(hub_snapshot(repo, "c1", "model.gguf", blob), SMALL_KEPT)
+    written = first.stat().st_mtime_ns
+    assert head.convert_once(hub_snapshot(repo, "c2", "model.gguf", blob), SMALL_KEPT) == first
+    assert first.stat().st_mtime_ns == written
+
+    other = cached_blob(repo, small_models["tied"])
+    blob.unlink()  # the old file left the cache (e.g. huggingface-cli delete-cache)
+    second = head.convert_once(hub_snapshot(repo, "c3", "model.gguf", other), SMALL_KEPT)
+    assert second != first and second.is_file()
+    assert not first.parent.exists()
+
+
+def test_a_truncated_copy_is_redone_and_a_file_we_did_not_write_is_kept(
+    small_models: dict[str, Path], tmp_path: Path
+) -> None:
+    source = tmp_path / "model.gguf"
+    source.symlink_to(small_models["untied"])
+    out = head.convert_once(source, SMALL_KEPT)
+    whole = out.read_bytes()
+    out.write_bytes(whole[:-100])  # cut short, stamp intact
+    assert head.convert_once(source, SMALL_KEPT).read_bytes() == whole
+
+    out.write_bytes(small_models["tied"].read_bytes())  # the user's own GGUF by that name
+    with pytest.raises(ConvertError, match=f"{out} is in the way .*not written by this server"):
+        head.convert_once(source, SMALL_KEPT)
+    assert out.read_bytes() == small_models["tied"].read_bytes()
 
 
 def test_conversion_errors_name_the_file_and_the_option(
@@ -404,9 +464,8 @@ def test_conversion_errors_name_the_file_and_the_option(
     with pytest.raises(ConvertError, match=f"{truncated} ends inside .*truncated download"):
         head.convert_once(truncated, SMALL_KEPT)
 
-    snapshot = tmp_path / "models--org--name" / "snapshots" / "abc" / "model.gguf"
-    snapshot.parent.mkdir(parents=True)
-    snapshot.symlink_to(small_models["untied"])
-    (tmp_path / "models--org--name" / "orpheus-reduced-head").write_text("in the way")
+    repo = tmp_path / "models--org--name"
+    snapshot = hub_snapshot(repo, "abc", "model.gguf", cached_blob(repo, small_models["untied"]))
+    (repo / "orpheus-reduced-head").write_text("in the way")
     with pytest.raises(EngineError, match="cannot write beside .*reduced_head: false"):
         head.convert_once(snapshot, SMALL_KEPT)

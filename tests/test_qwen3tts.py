@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import logging
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -26,7 +28,7 @@ from wyoming_multitts.engines.qwen3tts import engine as qwen3tts
 from wyoming_multitts.engines.qwen3tts import memory as qwen3_memory
 from wyoming_multitts.engines.qwen3tts import prompt as qwen3_prompt
 from wyoming_multitts.engines.qwen3tts.tables import map_npz
-from wyoming_multitts.errors import EngineError, OptionError, VoiceError
+from wyoming_multitts.errors import ConvertError, EngineError, OptionError, VoiceError
 from wyoming_multitts.formats.safetensors import SafetensorsFiles
 from wyoming_multitts.stats import PieceStats
 
@@ -361,13 +363,58 @@ def test_eos_ends_the_piece(snapshot: Path, tmp_path: Path) -> None:
 
 
 def test_conversion_is_cached_beside_the_folder(engine: qwen3tts.Qwen3TTS, snapshot: Path) -> None:
-    converted = snapshot.with_name(snapshot.name + ".converted")
+    converted = snapshot.with_name(snapshot.name + ".f32.converted")
     assert (converted / "qwen3tts.json").is_file() and (converted / "talker.gguf").is_file()
-    hub = Path("/cache/models--Qwen--Qwen3-TTS-12Hz-0.6B-CustomVoice/snapshots/abc123")
-    assert qwen3_convert.converted_dir(hub) == Path(
-        "/cache/models--Qwen--Qwen3-TTS-12Hz-0.6B-CustomVoice/qwen3tts-converted/abc123"
-    )
     assert engine.sample_rate == 24000
+
+
+def test_hub_conversions_are_keyed_by_the_weights_and_the_matrix_type(
+    snapshot: Path, tmp_path: Path
+) -> None:
+    """Another commit with the same weights reuses the conversion; each matrix type has its own
+    folder; once the weights leave the cache, the next conversion deletes theirs."""
+    repo = tmp_path / "models--Qwen--Qwen3-TTS-12Hz-0.6B-CustomVoice"
+    weights = (snapshot / "model.safetensors").read_bytes()
+    blob = repo / "blobs" / hashlib.sha256(weights).hexdigest()
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(weights)
+
+    def commit(name: str, blob: Path) -> Path:
+        folder = repo / "snapshots" / name
+        shutil.copytree(snapshot, folder)
+        (folder / "model.safetensors").unlink()
+        (folder / "model.safetensors").symlink_to(os.path.relpath(blob, folder))
+        return folder
+
+    first = qwen3_convert.convert_once(commit("c1", blob), "f32")
+    key = blob.name[:16]
+    assert first.directory == repo / "qwen3tts-converted" / f"{key}-f32" and not first.reused
+    assert qwen3_convert.convert_once(commit("c2", blob), "f32").reused
+    assert qwen3_convert.converted_dir(commit("c3", blob), "q8_0").name == f"{key}-q8_0"
+
+    other = repo / "blobs" / ("f" * 64)
+    other.write_bytes(weights)
+    blob.unlink()
+    second = qwen3_convert.convert_once(commit("c4", other), "f32")
+    assert not second.reused and not first.directory.exists()
+
+
+def test_a_short_or_foreign_conversion_is_not_taken(snapshot: Path, tmp_path: Path) -> None:
+    """A converted file cut short is converted again; a folder of files this server did not
+    write is left alone, with an error that names it."""
+    out = tmp_path / "converted"
+    done = qwen3_convert.convert(snapshot, out, matrix_type="f32")
+    whole = done.talker.read_bytes()
+    done.talker.write_bytes(whole[:-64])
+    assert not qwen3_convert.convert(snapshot, out, matrix_type="f32").reused
+    assert done.talker.read_bytes() == whole
+
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "talker.gguf").write_bytes(b"mine")
+    with pytest.raises(ConvertError, match=f"{foreign} is in the way .*not written by this"):
+        qwen3_convert.convert(snapshot, foreign, matrix_type="f32")
+    assert (foreign / "talker.gguf").read_bytes() == b"mine"
 
 
 def test_files_are_the_release_folder(snapshot: Path) -> None:

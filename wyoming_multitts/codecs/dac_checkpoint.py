@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import pickle
+import struct
 import time
 import zipfile
 from dataclasses import dataclass
@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from ..errors import ConvertError
-from ..formats import PARTIAL_SUFFIX
+from ..formats import convert_once, partial_path, publish
 from ..formats.safetensors import DOWNLOAD_AGAIN, SHOWN_NAMES
 from .folding import folded_weight
 
@@ -50,8 +50,14 @@ DAC_DEFAULTS: Mapping[str, Any] = {
 checkpoint's `metadata.kwargs` is silent (latent_dim None: encoder_dim · 2^len(encoder_rates))."""
 CONVERTER_VERSION = "1"
 """Bump when the converted file changes: older conversions are then redone on the next load."""
-CONVERTED_SUFFIX = ".safetensors"
-"""`weights_….pth` is converted into `weights_….safetensors` next to it."""
+CONVERTED_SUFFIX = ".converted.safetensors"
+"""`weights_….pth` is converted into `weights_….converted.safetensors` next to it (a name of its
+own: a user's `weights_….safetensors` beside it is not ours to replace)."""
+HEADER_LENGTH = struct.Struct("<Q")
+"""A safetensors file starts with its JSON header's length."""
+MAX_HEADER_BYTES = 100_000_000
+"""The longest header the safetensors format allows."""
+METADATA_KEY = "__metadata__"
 WEIGHT_G, WEIGHT_V = "weight_g", "weight_v"
 """How `torch.nn.utils.weight_norm` (dim 0) stores a weight: magnitude g and direction v."""
 WRONG_FILE = "check that the catalog's codec file is a descript-audio-codec (DAC) .pth"
@@ -157,8 +163,8 @@ class DacShape:
 
 
 def converted_path(checkpoint: Path) -> Path:
-    """Where the conversion of the release `checkpoint` goes: beside it, `.safetensors`."""
-    return checkpoint.with_suffix(CONVERTED_SUFFIX)
+    """Where the conversion of the release `checkpoint` goes: beside it, `CONVERTED_SUFFIX`."""
+    return checkpoint.with_name(checkpoint.stem + CONVERTED_SUFFIX)
 
 
 def convert_checkpoint(checkpoint: Path) -> Path:
@@ -167,10 +173,9 @@ def convert_checkpoint(checkpoint: Path) -> Path:
 
     Weight norm is folded (`folded_state`), every tensor made float32, and the checkpoint's
     `metadata.kwargs` kept as JSON in the file's metadata with the source's size and mtime (a
-    changed source is converted again). Written under a temporary name and renamed, so an
-    interrupted conversion is never taken for a finished one and two processes converting at
-    once both end with a whole file (the temporary name carries the writer's pid; those of
-    writers no longer running are deleted).
+    changed source is converted again). Written under a temporary name, synced and renamed,
+    one process at a time (`formats.convert_once`), so an interrupted conversion is never taken
+    for a finished one; a file of that name that this server did not write is never replaced.
     """
     out = converted_path(checkpoint)
     try:
@@ -182,11 +187,30 @@ def convert_checkpoint(checkpoint: Path) -> Path:
         "source_size": str(source.st_size),
         "source_mtime_ns": str(source.st_mtime_ns),
     }
-    if out.exists() and _metadata(out).items() >= stamp.items():
-        return out
 
+    def reused() -> Path | None:
+        if not out.exists():
+            return None
+        size, metadata = _written_size_and_metadata(out)
+        if "converter" not in metadata:
+            raise ConvertError(
+                f"{out} is in the way of the conversion of {checkpoint} and was not written "
+                "by this server: move it away"
+            )
+        whole = out.stat().st_size == size
+        return out if whole and metadata.items() >= stamp.items() else None
+
+    return convert_once(
+        out,
+        reused,
+        lambda: _convert(checkpoint, out, stamp, source.st_mode),
+        f"cannot write {out}; make {out.parent} writable",
+    )
+
+
+def _convert(checkpoint: Path, out: Path, stamp: dict[str, str], mode: int) -> Path:
+    """Write `out`, the folded, checked float32 tensors of `checkpoint` stamped with `stamp`."""
     start = time.monotonic()
-    _remove_stale_partials(out)
     state, kwargs = read_release(checkpoint)
     folded = folded_state(state, checkpoint)
     shape = DacShape.from_tensors({name: tuple(t.shape) for name, t in folded.items()}, checkpoint)
@@ -196,7 +220,7 @@ def convert_checkpoint(checkpoint: Path) -> Path:
             f"{checkpoint}: its metadata.kwargs describe another network than its tensors "
             f"({'; '.join(disagreements)}); the file is damaged or not one DAC.load reads"
         )
-    partial = out.with_name(f".{out.name}.{os.getpid()}{PARTIAL_SUFFIX}")
+    partial = partial_path(out)
     metadata = {**stamp, "source": checkpoint.name, "kwargs": json.dumps(kwargs)}
     # pylint: disable-next=import-outside-toplevel  # safetensors' torch half only here
     from safetensors import SafetensorError
@@ -204,8 +228,8 @@ def convert_checkpoint(checkpoint: Path) -> Path:
 
     try:
         save_file(folded, str(partial), metadata=metadata)
-        partial.chmod(source.st_mode & 0o777)  # readable by whoever can read the download
-        os.replace(partial, out)
+        partial.chmod(mode & 0o777)  # readable by whoever can read the download
+        publish(partial, out)
     except (OSError, SafetensorError) as err:
         raise ConvertError(
             f"cannot write {out} ({err}); check the free space and permissions of {out.parent}"
@@ -221,6 +245,20 @@ def convert_checkpoint(checkpoint: Path) -> Path:
         time.monotonic() - start,
     )
     return out
+
+
+def _written_size_and_metadata(path: Path) -> tuple[int, dict[str, str]]:
+    """The size a safetensors file was written with (its header says where the data ends) and
+    its `__metadata__`, read without the library, which refuses a file cut short; (0, {}) when
+    it is not one."""
+    try:
+        with open(path, "rb") as file:
+            (length,) = HEADER_LENGTH.unpack(file.read(HEADER_LENGTH.size))
+            header = json.loads(file.read(min(length, MAX_HEADER_BYTES)))
+        ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != METADATA_KEY]
+        return HEADER_LENGTH.size + length + max(ends, default=0), dict(header[METADATA_KEY])
+    except (OSError, struct.error, ValueError, TypeError, KeyError, IndexError):
+        return 0, {}
 
 
 def read_release(checkpoint: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -276,37 +314,12 @@ def folded_state(state: Mapping[str, torch.Tensor], path: Path) -> dict[str, tor
     return folded
 
 
-def _remove_stale_partials(out: Path) -> None:
-    """Delete `.OUT.PID.partial` files next to `out` whose writer no longer runs (a killed
-    conversion), so they do not fill the disk."""
-    for partial in out.parent.glob(f".{out.name}.*{PARTIAL_SUFFIX}"):
-        pid = partial.name.removesuffix(PARTIAL_SUFFIX).rpartition(".")[2]
-        try:
-            os.kill(int(pid), 0)  # signal 0: only asks whether the process exists
-        except ProcessLookupError:
-            partial.unlink(missing_ok=True)
-        except (ValueError, PermissionError):  # not our name, or another user's live process
-            continue
-
-
 def _unsafe_globals(checkpoint: Path) -> list[str]:
     """The Python globals a `weights_only` load refuses in `checkpoint` (none if unreadable)."""
     try:
         return list(torch.serialization.get_unsafe_globals_in_checkpoint(checkpoint))
     except Exception:  # noqa: BLE001  # a file it cannot parse has no globals to name
         return []
-
-
-def _metadata(path: Path) -> dict[str, str]:
-    """The `__metadata__` of a safetensors file ({} when unreadable: it is converted again)."""
-    # pylint: disable-next=import-outside-toplevel
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        with safe_open(str(path), framework="pt") as weights:
-            return dict(weights.metadata() or {})
-    except (SafetensorError, OSError):
-        return {}
 
 
 def read_converted(checkpoint: Path) -> tuple[Path, DacShape, int]:

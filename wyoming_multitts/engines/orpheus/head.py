@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -31,8 +30,9 @@ import numpy as np
 
 from ...devices import Device
 from ...errors import ConvertError, LlamaError
-from ...formats import PARTIAL_SUFFIX
+from ...formats import content_key
 from ...formats import convert_once as convert_cached
+from ...formats import partial_path, publish, remove_orphan_conversions
 from ...formats.ggml import ggml_row_bytes
 from ...formats.gguf import (
     GgufTensorInfo,
@@ -66,8 +66,10 @@ dummy tokens (docs/engines.md, "Orpheus: reduced output head")."""
 HUB_REPO_PREFIX = "models--"
 """A model repo's folder in the Hugging Face cache is `models--Org--Name`."""
 HUB_REDUCED_DIR = "orpheus-reduced-head"
-"""In the Hugging Face cache the copy goes to `models--Org--Name/orpheus-reduced-head/<commit>/`,
-inside the repo's cache folder (deleting the repo from the cache deletes it too)."""
+"""In the Hugging Face cache the copy goes to `models--Org--Name/orpheus-reduced-head/<hash>/`,
+inside the repo's cache folder (deleting the repo from the cache deletes it too), keyed by the
+source's content (`formats.content_key`): a new upstream commit with the same file converts
+nothing, and the copy of a file no longer cached is deleted at the next conversion."""
 LOCAL_REDUCED_SUFFIX = ".reduced-head"
 """A local `path:` file `NAME.gguf` is reduced into `NAME.reduced-head.gguf` next to it."""
 ROW_COUNT_MODULUS = 256
@@ -180,9 +182,10 @@ def reduced_rows(kept_ids: np.ndarray, n_vocab: int) -> np.ndarray:
 def reduced_path(source: Path) -> Path:
     """Where the reduced copy of the GGUF `source` is cached (see HUB_REDUCED_DIR,
     LOCAL_REDUCED_SUFFIX)."""
+    key = content_key(source)
     for folder in source.parents:  # models--Org--Name/snapshots/<commit>/[folders/]file
-        if folder.name == "snapshots" and folder.parent.name.startswith(HUB_REPO_PREFIX):
-            return folder.parent / HUB_REDUCED_DIR / source.relative_to(folder)
+        if key and folder.name == "snapshots" and folder.parent.name.startswith(HUB_REPO_PREFIX):
+            return folder.parent / HUB_REDUCED_DIR / key / source.name
     return source.with_name(source.stem + LOCAL_REDUCED_SUFFIX + source.suffix)
 
 
@@ -204,8 +207,17 @@ def convert_once(source: Path, kept_ids: np.ndarray) -> Path:
 
 
 def _reused(source: Path, out: Path, kept_ids: np.ndarray) -> Path | None:
-    """`out` when it holds the reduced copy of `source` keeping `kept_ids` (its stamp)."""
-    if out.is_file() and _stamp_of(out) == _stamp(source, kept_ids):
+    """`out` when it holds the whole reduced copy of `source` keeping `kept_ids` (its stamp,
+    and every tensor inside the file); ConvertError when `out` is a file we did not write."""
+    if not out.is_file():
+        return None
+    stamp = _stamp_of(out)
+    if stamp is None:
+        raise ConvertError(
+            f"{out} is in the way of the reduced output head of {source} and was not written "
+            f"by this server: move it away, {ADVICE}"
+        )
+    if stamp == _stamp(source, kept_ids) and _truncated_at(out) is None:
         _LOGGER.debug("%s: reusing its reduced output head %s", source, out)
         return out
     return None
@@ -219,8 +231,6 @@ def convert(source: Path, out: Path, kept_ids: np.ndarray) -> Path:
     Errors name the file and what to do. Takes about 12 s for Orpheus 3B Q4_K_M on 2 cores
     (2.36 GB in, 1.81 GB out; 3 s with the source in the page cache), reading and writing.
     """
-    if _reused(source, out, kept_ids) is not None:
-        return out
     stamp = _stamp(source, kept_ids)
     rows = reduced_rows(kept_ids, _check_source(source, kept_ids))
     start = time.monotonic()
@@ -229,12 +239,13 @@ def convert(source: Path, out: Path, kept_ids: np.ndarray) -> Path:
         source,
         out,
     )
-    for stale in out.parent.glob(f".{out.name}.*{PARTIAL_SUFFIX}"):  # an interrupted one's
-        stale.unlink(missing_ok=True)
-    partial = out.with_name(f".{out.name}.{os.getpid()}{PARTIAL_SUFFIX}")
+    if out.parent.parent.name == HUB_REDUCED_DIR:
+        remove_orphan_conversions(out.parent.parent)
+    partial = partial_path(out)
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
         _write_reduced(source, partial, rows, stamp)
-        os.replace(partial, out)
+        publish(partial, out)
     except OSError as err:
         partial.unlink(missing_ok=True)
         raise ConvertError(
@@ -302,27 +313,35 @@ def _check_source(source: Path, kept_ids: np.ndarray) -> int:
             f"{source} is a {arch!r} model; the reduced output head is made for "
             f"{ARCHITECTURE!r} GGUFs (Orpheus 3B): {ADVICE}"
         )
-    tensors = read_gguf_tensors(source)
-    embd = tensors.get(TOKEN_EMBD)
+    embd = read_gguf_tensors(source).get(TOKEN_EMBD)
     if embd is None or len(embd.dims) != 2:
         raise ConvertError(f"{source} has no 2-D {TOKEN_EMBD}; is it a language model GGUF?")
-    size = source.stat().st_size
-    for info in tensors.values():
-        try:
-            end = info.offset + int(np.prod(_byte_shape(info)))
-        except ValueError as err:
-            raise ConvertError(f"{source}: {info.name}: {err}; {ADVICE}") from err
-        if end > size:
-            raise ConvertError(
-                f"{source} ends inside {info.name}: a truncated download? Delete it to "
-                "download it again"
-            )
+    truncated = _truncated_at(source)
+    if truncated is not None:
+        raise ConvertError(
+            f"{source} ends inside {truncated}: a truncated download? Delete it to "
+            "download it again"
+        )
     if int(kept_ids.max()) >= embd.dims[1]:
         raise ConvertError(
             f"{source} has {embd.dims[1]} tokens, fewer than the {int(kept_ids.max()) + 1} "
             "of Orpheus; is it an Orpheus GGUF?"
         )
     return int(embd.dims[1])
+
+
+def _truncated_at(path: Path) -> str | None:
+    """The first tensor of the GGUF `path` that does not lie whole inside the file (a truncated
+    download or copy), or None. A type gguf-py does not know is a ConvertError."""
+    size = path.stat().st_size
+    for info in read_gguf_tensors(path).values():
+        try:
+            end = info.offset + int(np.prod(_byte_shape(info)))
+        except ValueError as err:
+            raise ConvertError(f"{path}: {info.name}: {err}; {ADVICE}") from err
+        if end > size:
+            return info.name
+    return None
 
 
 def _write_reduced(source: Path, path: Path, rows: np.ndarray, stamp: str) -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConvertError
-from ...formats import PARTIAL_SUFFIX
+from ...formats import PARTIAL_SUFFIX, content_key
 from ...formats import convert_once as convert_cached
-from ...formats.safetensors import SafetensorsFiles
+from ...formats import partial_path, publish, remove_orphan_conversions
+from ...formats.safetensors import WEIGHTS, SafetensorsFiles
 from .checkpoint import check_tensors, read_stacks
 from .config import (
     ADVICE,
@@ -58,6 +58,7 @@ TALKER_GGUF = "talker.gguf"
 PREDICTOR_GGUF = "code_predictor.gguf"
 TOKENIZER_GGUF = "text_tokenizer.gguf"
 TABLES_NPZ = "tables.npz"
+CONVERTED_FILES = (TALKER_GGUF, PREDICTOR_GGUF, TOKENIZER_GGUF, TABLES_NPZ)
 """Files being written are `.NAME.PID.partial` (PARTIAL_SUFFIX) until renamed; one conversion
 per folder at a time (an interrupted one's leftovers are deleted when the next starts)."""
 
@@ -71,10 +72,14 @@ SOURCE_FILES = (
 """Files of the snapshot the conversion reads besides the weights (fingerprinted for the cache)."""
 
 HUB_CONVERTED_DIR = "qwen3tts-converted"
-"""In the Hugging Face cache the conversion goes to `models--Qwen--…/qwen3tts-converted/<commit>`,
-inside the repo's cache folder (deleting the repo from the cache deletes it too)."""
+"""In the Hugging Face cache the conversion goes to
+`models--Qwen--…/qwen3tts-converted/<hash>-<matrix type>`, inside the repo's cache folder
+(deleting the repo from the cache deletes it too), keyed by the weights' content
+(`formats.content_key`): a new upstream commit with the same weights converts nothing, each
+matrix type has its own, and the conversions of weights no longer cached are deleted at the
+next conversion."""
 LOCAL_CONVERTED_SUFFIX = ".converted"
-"""A local `path:` folder `DIR` is converted into `DIR.converted` next to it."""
+"""A local `path:` folder `DIR` is converted into `DIR.<matrix type>.converted` next to it."""
 
 
 @dataclass(frozen=True)
@@ -103,19 +108,20 @@ def _result(out_dir: Path, config: Qwen3TTSRuntimeConfig, reused: bool) -> Conve
     )
 
 
-def converted_dir(model_dir: Path) -> Path:
-    """Where the conversion of the release folder `model_dir` is cached (see HUB_CONVERTED_DIR,
-    LOCAL_CONVERTED_SUFFIX)."""
-    if model_dir.parent.name == "snapshots":  # models--Org--Name/snapshots/<commit>
-        return model_dir.parent.parent / HUB_CONVERTED_DIR / model_dir.name
-    return model_dir.with_name(model_dir.name + LOCAL_CONVERTED_SUFFIX)
+def converted_dir(model_dir: Path, matrix_type: str) -> Path:
+    """Where the conversion of the release folder `model_dir` to `matrix_type` is cached (see
+    HUB_CONVERTED_DIR, LOCAL_CONVERTED_SUFFIX)."""
+    key = content_key(model_dir / WEIGHTS)
+    if key and model_dir.parent.name == "snapshots":  # models--Org--Name/snapshots/<commit>
+        return model_dir.parent.parent / HUB_CONVERTED_DIR / f"{key}-{matrix_type}"
+    return model_dir.with_name(f"{model_dir.name}.{matrix_type}{LOCAL_CONVERTED_SUFFIX}")
 
 
 def convert_once(model_dir: Path, matrix_type: str) -> ConvertedQwen3TTS:
     """The conversion in `converted_dir(model_dir)`: an earlier, complete one is read without
     writing anything (a read-only cache serves); else `convert`, one process at a time (a file
     lock beside it: two servers loading the same model wait for one conversion)."""
-    out_dir = converted_dir(model_dir)
+    out_dir = converted_dir(model_dir, matrix_type)
     cannot_write = (
         f"cannot write beside {model_dir}; the converted model is cached in {out_dir}: make "
         "that folder writable"
@@ -155,6 +161,8 @@ def convert(model_dir: Path, out_dir: Path, *, matrix_type: str = "f16") -> Conv
         out_dir,
     )
     _clear(out_dir)
+    if out_dir.parent.name == HUB_CONVERTED_DIR:
+        remove_orphan_conversions(out_dir.parent)
     talker, predictor = stacks = read_stacks(raw, config, model_dir)
     check_tensors(weights, config, raw, stacks, model_dir)
     matrix = MATRIX_TYPES[matrix_type]
@@ -163,13 +171,12 @@ def convert(model_dir: Path, out_dir: Path, *, matrix_type: str = "f16") -> Conv
         PREDICTOR_GGUF: lambda p: write_predictor(p, weights, predictor, matrix),
         TOKENIZER_GGUF: lambda p: write_tokenizer(p, model_dir, config, talker),
         TABLES_NPZ: lambda p: write_tables(p, weights, config, matrix.dtype),
-        MANIFEST: lambda p: p.write_text(
-            json.dumps({"stamp": stamp, "config": dataclasses.asdict(config)}, indent=2) + "\n",
-            encoding="utf-8",
-        ),
     }
-    for name, write in steps.items():  # the manifest last
+    for name, write in steps.items():
         _write_step(out_dir, name, write)
+    sizes = {name: (out_dir / name).stat().st_size for name in steps}
+    manifest = {"stamp": stamp, "sizes": sizes, "config": dataclasses.asdict(config)}
+    _write_step(out_dir, MANIFEST, lambda p: _write_json(p, manifest))  # last: it says "done"
     _LOGGER.info("Conversion done in %.1f s (%s)", time.monotonic() - start, out_dir)
     return _result(out_dir, config, reused=False)
 
@@ -197,12 +204,21 @@ def _source(
 def _reused(
     out_dir: Path, config: Qwen3TTSRuntimeConfig, stamp: dict[str, Any]
 ) -> ConvertedQwen3TTS | None:
-    """The conversion in `out_dir` when it is complete and carries `stamp`; reads only."""
+    """The conversion in `out_dir` when it is complete (every file of the size its manifest
+    recorded) and carries `stamp`; reads only. ConvertError when `out_dir` holds files that this
+    server did not write (no manifest): they are never overwritten."""
     manifest = _read_manifest(out_dir / MANIFEST)
-    files = (TALKER_GGUF, PREDICTOR_GGUF, TOKENIZER_GGUF, TABLES_NPZ)
-    if manifest is None or manifest.get("stamp") != stamp:
+    if manifest is None:
+        if out_dir.is_dir() and any(out_dir.iterdir()):
+            raise ConvertError(
+                f"{out_dir} is in the way of the conversion and was not written by this "
+                "server: move it away"
+            )
         return None
-    if not all((out_dir / name).is_file() for name in files):
+    sizes = manifest.get("sizes")
+    if manifest.get("stamp") != stamp or not isinstance(sizes, dict):
+        return None
+    if not all(_size(out_dir / name) == sizes.get(name) for name in CONVERTED_FILES):
         return None
     _LOGGER.debug("reusing the conversion in %s", out_dir)
     return _result(out_dir, config, reused=True)
@@ -214,7 +230,8 @@ def _clear(out_dir: Path) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ConvertError(f"cannot create {out_dir} ({err}); check its permissions") from err
-    (out_dir / MANIFEST).unlink(missing_ok=True)  # the old stamp no longer describes the files
+    # the old stamp no longer describes the files; an empty one still says whose they are
+    _write_step(out_dir, MANIFEST, lambda p: _write_json(p, {"stamp": None}))
     for stale in out_dir.glob(f".*{PARTIAL_SUFFIX}"):  # left by an interrupted conversion
         stale.unlink(missing_ok=True)
 
@@ -222,11 +239,11 @@ def _clear(out_dir: Path) -> None:
 def _write_step(out_dir: Path, name: str, write: Callable[[Path], object]) -> None:
     """Write `out_dir/name` under a temporary name, then rename it; log the time it took."""
     final = out_dir / name
-    partial = out_dir / f".{name}.{os.getpid()}{PARTIAL_SUFFIX}"
+    partial = partial_path(final)
     start = time.monotonic()
     try:
         write(partial)
-        os.replace(partial, final)
+        publish(partial, final)
     except OSError as err:
         partial.unlink(missing_ok=True)
         raise ConvertError(
@@ -241,6 +258,18 @@ def _write_step(out_dir: Path, name: str, write: Callable[[Path], object]) -> No
         final.stat().st_size / 1e6,
         time.monotonic() - start,
     )
+
+
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def _size(path: Path) -> int | None:
+    """The size of `path`, or None when it is missing."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def _fingerprint(model_dir: Path, weight_paths: list[Path]) -> dict[str, list[int]]:
