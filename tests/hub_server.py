@@ -9,22 +9,28 @@ list) and `GET /api/models/<repo>/tree/<revision>` (paths and sizes).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 """The one commit every repo is at."""
+SLOW_STEP_SECONDS = 0.1
+"""A slow download sends a piece this often."""
 
 
 class LocalHub:
     """Serves `root` on 127.0.0.1 until `close`; `endpoint` is what HF_ENDPOINT takes."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, bytes_per_second: float | None = None) -> None:
         self.root = root
+        self.bytes_per_second = bytes_per_second
+        """Send file bodies at this rate (None: at once): a download that lasts."""
         self.requests: list[str] = []
         hub = self
 
@@ -56,7 +62,17 @@ class LocalHub:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 if send_body:
+                    self._send_slowly(data)
+
+            def _send_slowly(self, data: bytes) -> None:
+                if hub.bytes_per_second is None:
                     self.wfile.write(data)
+                    return
+                step = max(1, int(hub.bytes_per_second * SLOW_STEP_SECONDS))
+                with contextlib.suppress(OSError):  # the client left mid-download
+                    for start in range(0, len(data), step):
+                        self.wfile.write(data[start : start + step])
+                        time.sleep(SLOW_STEP_SECONDS)
 
             def _api(self) -> None:
                 parts = self.path.split("?")[0].strip("/").split("/")  # api/models/org/name/...

@@ -61,6 +61,8 @@ OPTION_SAMPLES: dict[str, tuple[object, str, object]] = {
     "offline": (True, "offline", True),
     "debug_logging": (True, "debug", True),
     "min_free_disk": (10, "min_free_disk", 10.0),
+    "max_model_disk": (40, "max_model_disk", 40.0),
+    "load_timeout": (1800, "load_timeout", 1800.0),
 }
 """Every add-on option: a new one must be added here, so its flag is tested too."""
 ADDON_OWN_DEFAULTS = {"min_free_disk": 5.0}

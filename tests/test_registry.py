@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import time
 from pathlib import Path
 from typing import AsyncIterator
 
@@ -80,7 +81,9 @@ async def test_budget_evicts_the_least_recently_used_idle_model(
     one_model = probe.loaded_models()["m0"]  # what the estimate says one tiny model takes
     await probe.close()
 
-    registry = registry_for(tmp_path, tiny_models, 3, max_loaded_bytes=int(one_model * 2.5))
+    registry = registry_for(
+        tmp_path, tiny_models, 3, max_loaded_bytes=int(one_model * 2.5), keep_recent=0.0
+    )
     for name in ("m0", "m1"):
         async with registry.acquire(name, "v"):
             pass
@@ -90,6 +93,35 @@ async def test_budget_evicts_the_least_recently_used_idle_model(
     async with registry.acquire("m2", "v"):
         pass
     assert list(registry.loaded_models()) == ["m0", "m2"]  # m1 was the LRU idle model
+    await registry.close()
+
+
+async def test_a_recently_used_model_is_not_evicted_for_another(
+    tmp_path: Path, tiny_models: Path
+) -> None:
+    """A client asking for model after model cannot push out the one just used (--keep-recent);
+    once that time has passed, it can."""
+    probe = registry_for(tmp_path / "probe", tiny_models, 1)
+    async with probe.acquire("m0", "v0"):
+        pass
+    one_model = probe.loaded_models()["m0"]
+    await probe.close()
+
+    keep = 3.0
+    registry = registry_for(
+        tmp_path, tiny_models, 2, max_loaded_bytes=int(one_model * 1.5), keep_recent=keep
+    )
+    async with registry.acquire("m0", "v0"):
+        pass
+    used = time.monotonic()
+    with pytest.raises(ModelTooLargeError, match=r"m0 spoke in the last 3 s \(--keep-recent\)"):
+        async with registry.acquire("m1", "v1"):
+            pass
+    assert list(registry.loaded_models()) == ["m0"]
+    await asyncio.sleep(max(0.0, used + keep - time.monotonic()))
+    async with registry.acquire("m1", "v1"):
+        pass
+    assert list(registry.loaded_models()) == ["m1"]
     await registry.close()
 
 
@@ -109,7 +141,9 @@ async def test_busy_models_are_not_evicted(tmp_path: Path, tiny_models: Path) ->
     one_model = probe.loaded_models()["m0"]
     await probe.close()
 
-    registry = registry_for(tmp_path, tiny_models, 2, max_loaded_bytes=int(one_model * 1.5))
+    registry = registry_for(
+        tmp_path, tiny_models, 2, max_loaded_bytes=int(one_model * 1.5), keep_recent=0.0
+    )
     async with registry.acquire("m0", "v0"):
         with pytest.raises(ModelTooLargeError, match="in use"):
             async with registry.acquire("m1", "v1"):

@@ -61,18 +61,22 @@ async def speak(server: RunningServer, voice: str) -> list:
         return await read_until(client, "audio-stop")
 
 
-@pytest.fixture()
-def own_voice_server(tiny_models: Path, tmp_path: Path) -> Iterator[tuple[RunningServer, Path]]:
-    """A server whose catalog has OuteTTS 1.0 voices made from recordings: `mine` (good), `noise`
-    (a file that is no WAV), `untold` (no transcript), `both` (a profile and a recording)."""
-    catalog = load_catalog(tiny_models / "voices.yaml")
-    model = catalog.models["outetts-1.0-tiny"]
-    entry = {
+def outetts10_entry(tiny_models: Path) -> dict:
+    """The tiny OuteTTS 1.0 model's catalog entry, its files as absolute paths."""
+    model = load_catalog(tiny_models / "voices.yaml").models["outetts-1.0-tiny"]
+    return {
         "engine": "outetts",
         "files": {role: {"path": str(ref.path)} for role, ref in model.files.items()},
         "device": "cpu",
         "options": dict(model.options),
     }
+
+
+@pytest.fixture()
+def own_voice_server(tiny_models: Path, tmp_path: Path) -> Iterator[tuple[RunningServer, Path]]:
+    """A server whose catalog has OuteTTS 1.0 voices made from recordings: `mine` (good), `noise`
+    (a file that is no WAV), `untold` (no transcript), `both` (a profile and a recording)."""
+    entry = outetts10_entry(tiny_models)
     recording = tmp_path / "mine.wav"
     write_wav(recording, reference_recording(2.0, 16_000, seed=3), 16_000)
     (tmp_path / "noise.wav").write_bytes(b"RIFF, but not really a WAV file")
@@ -177,3 +181,39 @@ def test_a_0_3_profile_from_a_recording_speaks(tmp_path: Path, tiny_models: Path
     finally:
         engine.close()
     assert np.concatenate(pieces).size > 0
+
+
+async def test_a_failed_profile_is_not_made_again_at_once(
+    own_voice_server: tuple[RunningServer, Path],
+) -> None:
+    """A run that failed is refused for a while (it takes gigabytes and minutes, and a broken
+    recording fails every time): the next request gets the same error at once."""
+    server, _ = own_voice_server
+    first = (await speak(server, "noise"))[-1]
+    second = (await speak(server, "noise"))[-1]
+    assert first.data["code"] == second.data["code"] == "bad-speaker"
+    assert second.data["text"].startswith(first.data["text"])
+    assert re.search(r"next try in \d+ s", second.data["text"])
+    assert server.log_path.read_text().count(f"voice noise: {MAKING}") == 1
+
+
+async def test_making_a_profile_counts_in_the_memory_budget(
+    tiny_models: Path, tmp_path: Path
+) -> None:
+    """The run's Whisper and encoder count against --max-loaded-bytes: a budget they cannot fit
+    is refused before anything runs, naming the aligner, and is not held against the voice."""
+    entry = outetts10_entry(tiny_models)
+    recording = tmp_path / "mine.wav"
+    write_wav(recording, reference_recording(2.0, 16_000, seed=3), 16_000)
+    voices = {"mine": {"model": "own", "reference": {"path": str(recording), "text": TEXT}}}
+    path = write_catalog(tmp_path / "catalog", tiny_models, {"own": entry}, voices)
+    server = start_server(path, tmp_path, "--max-loaded-bytes", "1G")
+    try:
+        for _ in range(2):
+            end = (await speak(server, "mine"))[-1]
+            assert end.data["code"] == "model-too-large", end.data
+            assert "its speaker profile, aligner" in end.data["text"]
+            assert "next try" not in end.data["text"]
+        assert MAKING not in server.log_path.read_text()
+    finally:
+        server.stop()

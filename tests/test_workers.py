@@ -8,9 +8,13 @@ server with text, send odd bytes; worker processes are killed and models abort i
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import itertools
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import time
@@ -249,6 +253,47 @@ async def test_first_requests_for_every_model_load_one_at_a_time(
         server.stop()
 
 
+async def test_fifteen_first_requests_stay_within_the_memory_budget(
+    tiny_models: Path, tmp_path: Path
+) -> None:
+    """15 first requests at once for the 7 tiny models (3.4 GB of estimates together) under a
+    2 GB budget: the workers' memory, sampled all along, never exceeds the budget; each request
+    is served, or refused with model-too-large while the models in use take the room."""
+    budget = 2_000_000_000
+    server = start_server(
+        tiny_models / "voices.yaml",
+        tmp_path,
+        *("--max-loaded-bytes", str(budget), "--keep-recent", "0"),
+    )
+    highest = 0
+
+    async def sample() -> None:
+        nonlocal highest
+        while True:
+            rss = 0
+            for worker in worker_processes(server):
+                with contextlib.suppress(psutil.Error):
+                    rss += worker.memory_info().rss
+            highest = max(highest, rss)
+            await asyncio.sleep(0.05)
+
+    try:
+        catalog = yaml.safe_load((tiny_models / "voices.yaml").read_text())
+        voices = list(itertools.islice(itertools.cycle(catalog["voices"]), 15))  # 14 voices
+        sampler = asyncio.create_task(sample())
+        results = await asyncio.gather(*(synthesize(server, "Hello.", v) for v in voices))
+        sampler.cancel()
+        ends = [events[-1] for events in results]
+        assert all(
+            e.type == "audio-stop" or (e.type == "error" and e.data["code"] == "model-too-large")
+            for e in ends
+        ), [e.data for e in ends if e.type == "error"]
+        assert any(e.type == "audio-stop" for e in ends)
+        assert 0 < highest <= budget, highest
+    finally:
+        server.stop()
+
+
 # ---- 6. a worker that dies, a model that aborts inside llama.cpp
 
 
@@ -338,6 +383,35 @@ async def test_a_load_over_the_time_limit_is_stopped(tiny_models: Path, tmp_path
         assert "--load-timeout" in events[-1].data["text"]
         await asyncio.sleep(0.5)
         assert worker_processes(server) == []  # the worker was killed, not left loading
+    finally:
+        server.stop()
+
+
+async def test_a_first_conversion_is_not_counted_in_the_load_timeout(
+    tiny_models: Path, tmp_path: Path
+) -> None:
+    """A load whose conversion waits longer than --load-timeout (here: for another server's
+    conversion of the same file, whose lock the test holds) is not stopped: the clock stops
+    while the worker converts, and starts again for the load itself."""
+    model = tmp_path / "model.gguf"
+    shutil.copy(tiny_models / "orpheus-tiny.gguf", model)
+    entry = tiny_model_entry(tiny_models)
+    entry["files"]["model"] = {"path": str(model)}
+    catalog = write_catalog(
+        tmp_path / "catalog", tiny_models, {"fresh": entry}, {"fresh": {"model": "fresh"}}
+    )
+    timeout, held = 4.0, 6.0
+    lock_path = tmp_path / ".model.reduced-head.gguf.lock"
+    server = start_server(catalog, tmp_path, "--load-timeout", str(timeout))
+    try:
+        with open(lock_path, "a+b") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            request = asyncio.create_task(synthesize(server, "Hello.", "fresh"))
+            await asyncio.sleep(held)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        events = await asyncio.wait_for(request, 120)
+        assert events[-1].type == "audio-stop", events[-1].data
+        assert "converts its model's files (once; not counted in --load-timeout)" in server.log()
     finally:
         server.stop()
 

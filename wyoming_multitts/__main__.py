@@ -59,6 +59,7 @@ class Settings:
     unload_after: float | None
     offline: bool
     min_free_disk: float
+    max_model_disk: float
     max_text_chars: int
     max_speech_seconds: float
     max_pieces: int
@@ -71,6 +72,7 @@ class Settings:
     max_connections_per_address: int
     max_waiting: int
     max_loads: int
+    keep_recent: float
     load_timeout: float
     shutdown_grace: float
     debug: bool
@@ -175,6 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
         "disk (default: %(default)g)",
     )
     parser.add_argument(
+        "--max-model-disk",
+        type=float,
+        default=0.0,
+        metavar="GB",
+        help="refuse a model download that would take the model cache, downloads and "
+        "conversions together, over this size (default: 0, no limit)",
+    )
+    parser.add_argument(
         "--max-text-chars", type=int, default=20_000, help="longest text one request may carry"
     )
     limits = parser.add_argument_group(
@@ -256,11 +266,20 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: %(default)d)",
     )
     limits.add_argument(
+        "--keep-recent",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="never unload a model used this recently to make room for another, so a client "
+        "asking for model after model cannot push out Home Assistant's (default: %(default)g)",
+    )
+    limits.add_argument(
         "--load-timeout",
         type=float,
         default=900.0,
         metavar="SECONDS",
-        help="stop a model load (after its download) that takes longer (default: %(default)g)",
+        help="stop a model load (after its download and first conversion) that takes longer "
+        "(default: %(default)g)",
     )
     limits.add_argument(
         "--shutdown-grace",
@@ -305,7 +324,14 @@ def parse_settings(argv: list[str]) -> Settings:
         "idle_timeout",
         "load_timeout",
     )
-    at_least_0 = ("max_waiting", "min_client_rate", "client_rate_grace", "min_free_disk")
+    at_least_0 = (
+        "max_waiting",
+        "min_client_rate",
+        "client_rate_grace",
+        "keep_recent",
+        "min_free_disk",
+        "max_model_disk",
+    )
     if any(not getattr(args, name) > 0 for name in seconds) or any(
         not getattr(args, name) >= 0 for name in at_least_0
     ):
@@ -339,6 +365,7 @@ def parse_settings(argv: list[str]) -> Settings:
         unload_after=args.unload_after,
         offline=args.offline,
         min_free_disk=args.min_free_disk,
+        max_model_disk=args.max_model_disk,
         max_text_chars=args.max_text_chars,
         max_speech_seconds=args.max_speech_seconds,
         max_pieces=args.max_pieces,
@@ -351,6 +378,7 @@ def parse_settings(argv: list[str]) -> Settings:
         max_connections_per_address=args.max_connections_per_address,
         max_waiting=args.max_waiting,
         max_loads=args.max_loads,
+        keep_recent=args.keep_recent,
         load_timeout=args.load_timeout,
         shutdown_grace=max(args.shutdown_grace, 0.0),
         debug=args.debug,
@@ -446,6 +474,7 @@ async def serve(settings: Settings) -> None:
         cache_dir=settings.download_dir,
         offline=settings.offline,
         min_free_bytes=int(settings.min_free_disk * 1e9),
+        max_disk_bytes=int(settings.max_model_disk * 1e9),
     )
     freed = await asyncio.to_thread(hub.remove_stale_downloads)
     if freed:
@@ -461,6 +490,7 @@ async def serve(settings: Settings) -> None:
             load_timeout=settings.load_timeout,
             max_waiting=settings.max_waiting,
             max_loads=settings.max_loads,
+            keep_recent=settings.keep_recent,
             log_level="DEBUG" if settings.debug else "INFO",
             log_format=settings.log_format,
             stats_file=settings.stats_file,

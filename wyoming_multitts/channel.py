@@ -11,6 +11,8 @@ One model load, then any number of requests, one at a time:
     Load(model, hub, …)          →
                                  ←       Estimated(bytes)      files fetched, engine imported
     Proceed()                    →                             (after the registry made room)
+                                 ←       Conversion(True) … Conversion(False)   only while
+                                                                converting files (first load)
                                  ←       Loaded(rate, …)  or  Failed(None, …)
     Speak(id, pieces, voice, …)  →
     Taken(id, samples) …         →  ←    Audio(id, samples) …  at most `max_ahead` samples untaken
@@ -54,6 +56,8 @@ class Load:
     threads: int
     where: str
     """Who asked, for error messages: "voice tara (model orpheus-3b)"."""
+    memory_budget: int
+    """The memory all models may take together: a model that cannot fit is not downloaded."""
     stats_file: Path | None = None
     """Where to append each text piece's `PieceStats` as a JSON line (`--stats-file`)."""
 
@@ -97,6 +101,14 @@ class Estimated:
     """Memory the loaded model will take (the engine's estimate, before loading)."""
 
     bytes: int
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """A conversion of the model's files starts (`running`) or ends: the load's time limit
+    does not count it (`--load-timeout`)."""
+
+    running: bool
 
 
 @dataclass(frozen=True)

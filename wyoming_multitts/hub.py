@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -50,6 +52,14 @@ class _LoggedProgress(tqdm):
 
 
 @dataclass(frozen=True)
+class FileBytes:
+    """The size of a model's files: those still to download, and all of them."""
+
+    missing: int
+    total: int
+
+
+@dataclass(frozen=True)
 class Hub:
     """Fetches model files into the Hugging Face cache (or finds them on disk)."""
 
@@ -62,40 +72,61 @@ class Hub:
     min_free_bytes: int = 0
     """Free space the cache's disk keeps (`--min-free-disk`): a download that would leave
     less is refused before it starts."""
+    max_disk_bytes: int = 0
+    """Most the model cache may hold, downloads and conversions together (`--max-model-disk`;
+    0: no limit): a download that would take it over is refused before it starts."""
 
-    def check_room(self, ref: FileRef, names: tuple[str, ...] | None) -> None:
-        """`NotEnoughDiskError` when the files of `ref` (`names` of a folder, else its `file`)
-        that are not in the cache yet would leave less than `min_free_bytes` free on the
-        cache's disk. Their sizes come from the hub, in one listing, before anything is
-        downloaded (huggingface_hub itself only warns when the disk is short)."""
-        if ref.path is not None or self.offline or self.min_free_bytes <= 0:
-            return
+    def sizes(self, ref: FileRef, names: tuple[str, ...] | None) -> FileBytes:
+        """The bytes of the files of `ref` (`names` of a folder, else its `file`): those not in
+        the cache yet, and all of them. Sizes of missing files come from the hub, in one
+        listing, before anything is downloaded; offline, a missing file counts 0 (its fetch
+        fails with the reason)."""
+        if ref.path is not None:
+            files = [ref.path] if names is None else [ref.path / n for n in _file_names(names)]
+            return FileBytes(0, sum(f.stat().st_size for f in files if f.is_file()))
         from huggingface_hub import HfApi, try_to_load_from_cache
 
         wanted = [ref.file or ""] if names is None else _file_names(names)
-        missing = [
-            name
-            for name in wanted
-            if not isinstance(
-                try_to_load_from_cache(
-                    ref.repo or "", name, cache_dir=self.cache_dir, revision=ref.revision
-                ),
-                str,
+        cached_bytes, missing = 0, []
+        for name in wanted:
+            cached = try_to_load_from_cache(
+                ref.repo or "", name, cache_dir=self.cache_dir, revision=ref.revision
             )
-        ]
-        if not missing:
-            return
+            if isinstance(cached, str):
+                cached_bytes += Path(cached).stat().st_size
+            else:
+                missing.append(name)
+        if not missing or self.offline:
+            return FileBytes(0, cached_bytes)
         with self._hub_errors(f"{ref.repo} (its file sizes)"):
             listing = HfApi().list_repo_tree(ref.repo or "", revision=ref.revision, recursive=True)
-            sizes = {entry.path: getattr(entry, "size", 0) for entry in listing}
-        needed = sum(sizes.get(name, 0) for name in missing)
-        free = shutil.disk_usage(_existing(self._cache())).free
-        if free - needed < self.min_free_bytes:
+            listed = {entry.path: getattr(entry, "size", 0) for entry in listing}
+        missing_bytes = sum(listed.get(name, 0) for name in missing)
+        return FileBytes(missing_bytes, cached_bytes + missing_bytes)
+
+    def check_room(self, needed: int, what: str) -> None:
+        """`NotEnoughDiskError` when writing `needed` more bytes into the cache (`what`'s
+        downloads and conversions) would leave less than `min_free_bytes` free on its disk or
+        take the cache over `max_disk_bytes` (huggingface_hub itself only warns when the disk
+        is short)."""
+        if needed <= 0:
+            return
+        cache = self._cache()
+        free = shutil.disk_usage(_existing(cache)).free
+        if self.min_free_bytes > 0 and free - needed < self.min_free_bytes:
             raise NotEnoughDiskError(
-                f"{ref.repo} needs {needed / 1e9:.1f} GB more in the model cache, whose disk has "
+                f"{what} needs {needed / 1e9:.1f} GB more in the model cache, whose disk has "
                 f"{free / 1e9:.1f} GB free and keeps {self.min_free_bytes / 1e9:.1f} GB "
                 "(--min-free-disk): free some space, or delete models you no longer use"
             )
+        if self.max_disk_bytes > 0:
+            used = folder_bytes(cache)
+            if used + needed > self.max_disk_bytes:
+                raise NotEnoughDiskError(
+                    f"{what} needs {needed / 1e9:.1f} GB more in the model cache, which holds "
+                    f"{used / 1e9:.1f} GB of its {self.max_disk_bytes / 1e9:.1f} GB "
+                    "(--max-model-disk): delete models you no longer use, or raise it"
+                )
 
     def _cache(self) -> Path:
         from huggingface_hub import constants
@@ -221,6 +252,18 @@ class Hub:
 def _file_names(names: tuple[str, ...]) -> list[str]:
     """Every file a folder's list names, each of a name's `ALTERNATIVES` included."""
     return [one for name in names for one in name.split(ALTERNATIVES)]
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes the regular files under `folder` take (symbolic links, such as a hub snapshot's
+    links to its blobs, are not followed: each file counts once)."""
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):  # removed meanwhile
+                info = os.lstat(os.path.join(root, name))
+                total += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    return total
 
 
 def _existing(path: Path) -> Path:

@@ -34,6 +34,8 @@ _LOGGER = logging.getLogger(__name__)
 
 STOP_SECONDS = 5.0
 """How long a worker asked to exit may take before it is killed."""
+TERM_SECONDS = 1.0
+"""How long a worker sent SIGTERM may take to exit before it gets SIGKILL."""
 CANCEL_SECONDS = 10.0
 """How long a cancelled request may take to stop inside the worker before the worker is killed
 (engines stop within one token or frame; this is for a worker stuck in native code)."""
@@ -143,16 +145,32 @@ class ModelProcess:
         )
         await make_room(baseline + estimated.bytes)
         self.send(channel.Proceed())
-        try:
-            loaded = await asyncio.wait_for(self._reply(channel.Loaded, load.where), timeout)
-        except asyncio.TimeoutError:
-            await self.kill()
-            raise LoadTimeoutError(
-                f"{load.where}: loading took longer than {timeout:g} s, so it was stopped; "
-                "raise --load-timeout if this model needs longer on this machine"
-            ) from None
+        loaded = await self._loaded_within(load.where, timeout)
         self.loaded, self.gpu_bytes = loaded, loaded.gpu_bytes
         return loaded
+
+    async def _loaded_within(self, where: str, timeout: float) -> channel.Loaded:
+        """The worker's `Loaded`, its load's own work limited to `timeout` seconds (else it is
+        killed): a conversion of the model's files, which only a first load makes and which
+        takes minutes on a slow board, stops the clock; it starts again when that ends."""
+        while True:
+            try:
+                reply = await asyncio.wait_for(self.next_reply(where), timeout)
+            except asyncio.TimeoutError:
+                await self.kill()
+                raise LoadTimeoutError(
+                    f"{where}: loading took longer than {timeout:g} s, so it was stopped; "
+                    "raise --load-timeout if this model needs longer on this machine"
+                ) from None
+            if not (isinstance(reply, channel.Conversion) and reply.running):
+                return _expected(reply, channel.Loaded, where)
+            _LOGGER.info(
+                "Worker %d for %s converts its model's files (once; not counted in "
+                "--load-timeout)",
+                self.pid,
+                self.model,
+            )
+            await self._reply(channel.Conversion, where)
 
     # ---- requests
 
@@ -170,7 +188,7 @@ class ModelProcess:
             yield stream
         finally:
             if not stream.ended:
-                await _finish_even_if_cancelled(self._cancel(stream))
+                await finish_even_if_cancelled(self._cancel(stream))
 
     async def _cancel(self, stream: "SpeechStream") -> None:
         self.send(channel.Cancel(stream.request_id))
@@ -195,14 +213,7 @@ class ModelProcess:
 
     async def _reply(self, kind: type[_Reply], where: str) -> _Reply:
         """The next reply, which must be of `kind`; raises the worker's failure or death."""
-        reply = await self.next_reply(where)
-        if isinstance(reply, channel.Failed):
-            raise _failure(reply)
-        if not isinstance(reply, kind):
-            raise EngineError(
-                f"{where}: the worker sent {type(reply).__name__} for {kind.__name__}"
-            )
-        return reply
+        return _expected(await self.next_reply(where), kind, where)
 
     async def next_reply(self, where: str) -> object:
         """The next message from the worker; `WorkerDiedError` once it is gone."""
@@ -251,10 +262,17 @@ class ModelProcess:
             await self.kill()
 
     async def kill(self) -> None:
-        """End the worker now (all its memory, CPU or GPU, is freed with it)."""
+        """End the worker now (all its memory, CPU or GPU, is freed with it): SIGTERM, which
+        lets a download in progress close its file and lock, then SIGKILL after
+        `TERM_SECONDS` for a worker stuck in native code."""
         with contextlib.suppress(ProcessLookupError):
-            self._process.kill()
-        await asyncio.shield(self._reader)
+            self._process.terminate()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._reader), TERM_SECONDS)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.kill()
+            await asyncio.shield(self._reader)
 
 
 class SpeechStream:
@@ -299,12 +317,21 @@ class SpeechStream:
                 pass
 
 
+def _expected(reply: object, kind: type[_Reply], where: str) -> _Reply:
+    """`reply` when it is of `kind`; raises the worker's failure, or says what came instead."""
+    if isinstance(reply, channel.Failed):
+        raise _failure(reply)
+    if not isinstance(reply, kind):
+        raise EngineError(f"{where}: the worker sent {type(reply).__name__} for {kind.__name__}")
+    return reply
+
+
 def _failure(reply: channel.Failed) -> VoiceError:
     """The error the worker reported, as the class of its code."""
     return code_error(reply.code, reply.message)
 
 
-async def _finish_even_if_cancelled(work: Awaitable[None]) -> None:
+async def finish_even_if_cancelled(work: Awaitable[None]) -> None:
     """Run `work` to its end even if this task is cancelled meanwhile (then re-raise)."""
     cancelled = False
     future = asyncio.ensure_future(work)

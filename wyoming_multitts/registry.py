@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -25,7 +26,7 @@ from .engines import PROFILE_FROM_REFERENCE
 from .engines.base import ReferenceAudio, VoiceSettings
 from .errors import ModelBusyError, ModelTooLargeError, context
 from .hub import Hub
-from .process import ModelProcess
+from .process import ModelProcess, finish_even_if_cancelled
 from .speaker_profiles import SpeakerProfiles
 
 _LOGGER = logging.getLogger(__name__)
@@ -61,6 +62,9 @@ class _Slot:
     """Held by the one request using the model (asyncio locks are fair: arrival order)."""
     worker: ModelProcess | None = None
     """The loaded model's worker (possibly dead: checked at each use)."""
+    loader: ModelProcess | None = None
+    """The worker while it loads: its memory counts from the moment it is spawned (imports,
+    downloads and conversions take memory before the model does)."""
     loading: asyncio.Task[ModelProcess] | None = None
     estimated_bytes: int = 0
     """The engine's estimate, counted from the moment the registry made room for it."""
@@ -69,12 +73,16 @@ class _Slot:
     last_used: float = 0.0
 
     def counted_bytes(self) -> int:
-        """Memory counted against the budget: the estimate while loading, then the worker's
-        resident plus GPU memory (never less than the estimate: memory maps fill lazily)."""
+        """Memory counted against the budget: while loading, the worker's resident memory or
+        the estimate once made, then the worker's resident plus GPU memory (never less than
+        the estimate: memory maps fill lazily)."""
         if self.worker is not None and self.worker.alive:
             measured = self.worker.resident_bytes() + self.worker.gpu_bytes
             return max(self.estimated_bytes, measured)
-        return self.estimated_bytes if self.loading is not None else 0
+        if self.loading is None:
+            return 0
+        spawned = self.loader.resident_bytes() if self.loader is not None else 0
+        return max(self.estimated_bytes, spawned)
 
     @property
     def idle(self) -> bool:
@@ -99,6 +107,10 @@ class RegistrySettings:
     """Requests that may wait for one model while it serves another."""
     max_loads: int = 1
     """Models loading at once (worker start, download, conversion, load); the others wait."""
+    keep_recent: float = 60.0
+    """A model used this many seconds ago or less is not unloaded to make room for another
+    (`--keep-recent`): a client asking for model after model cannot push out the one Home
+    Assistant just spoke with."""
     log_level: str = "INFO"
     log_format: str = logging.BASIC_FORMAT
     stats_file: Path | None = None
@@ -117,8 +129,14 @@ class ModelRegistry:
         )
         self._slots = {name: _Slot(spec) for name, spec in catalog.models.items()}
         self._profiles = SpeakerProfiles(
-            settings.speaker_dir, settings.hub, settings.threads, settings.load_timeout
+            settings.speaker_dir,
+            settings.hub,
+            settings.threads,
+            settings.load_timeout,
+            self._reserved,
         )
+        self._reserved_bytes = 0
+        """Memory of helper processes that run now (`create-speaker`), counted in the budget."""
         self._room = asyncio.Lock()
         self._references: dict[str, Path] = {}
         """Hub-hosted reference recordings by voice, fetched once: asked of the hub on every
@@ -217,11 +235,14 @@ class ModelRegistry:
             settings.device_override or spec.device,
             settings.threads,
             where,
+            self._budget,
             settings.stats_file,
         )
         worker = None
         try:
-            worker = await ModelProcess.start(spec.name, settings.log_level, settings.log_format)
+            worker = slot.loader = await ModelProcess.start(
+                spec.name, settings.log_level, settings.log_format
+            )
             loaded = await worker.load(
                 load, partial(self._make_room, slot, where), settings.load_timeout
             )
@@ -230,9 +251,10 @@ class ModelRegistry:
             slot.estimated_bytes = 0
             if worker is not None:
                 await worker.kill()
+                await finish_even_if_cancelled(self._remove_partial_downloads())
             raise
         finally:
-            slot.loading = None
+            slot.loading, slot.loader = None, None
         await self._trim(keep=slot)
         _LOGGER.info(
             "Loaded model %s (%s) on %s in %.1f s: worker %d, estimated %.0f MB, "
@@ -252,45 +274,87 @@ class ModelRegistry:
         )
         return worker
 
+    async def _remove_partial_downloads(self) -> None:
+        """A worker stopped during a download leaves its partial file: delete it now, not at
+        the next start (a multi-GB file on a small disk)."""
+        freed = await asyncio.to_thread(self._settings.hub.remove_stale_downloads)
+        if freed:
+            _LOGGER.info("Freed %.1f MB of a stopped download", freed / 1e6)
+
     async def _make_room(self, loading: _Slot, where: str, needed: int) -> None:
         """Unload least recently used idle models until `needed` more bytes fit the budget,
         then count them for `loading`."""
+        async with self._room:
+            await self._fit(needed, where, loading)
+            loading.estimated_bytes = needed
+
+    @contextlib.asynccontextmanager
+    async def _reserved(self, needed: int, where: str) -> AsyncIterator[None]:
+        """Count `needed` bytes of a helper process (`create-speaker`) against the budget while
+        it runs, making room for them as for a model."""
+        async with self._room:
+            await self._fit(needed, where, None)
+            self._reserved_bytes += needed
+        try:
+            yield
+        finally:
+            self._reserved_bytes -= needed
+
+    async def _fit(self, needed: int, where: str, loading: _Slot | None) -> None:
+        """Unload idle models not used in the last `keep_recent` seconds, least recently used
+        first, until `needed` more bytes fit the budget beside the others (`loading`'s own
+        memory so far is part of `needed`); else `ModelTooLargeError`. Under `_room`."""
         if needed > self._budget:
             raise ModelTooLargeError(
-                f"{where}: the model needs ~{needed / 1e9:.1f} GB but the "
+                f"{where}: needs ~{needed / 1e9:.1f} GB but the "
                 f"memory budget is {self._budget / 1e9:.1f} GB; raise --max-loaded-bytes"
             )
-        async with self._room:
-            await self._evict_idle(loading, needed, "to make room for " + loading.spec.name)
-            if self._counted() + needed > self._budget:
-                raise ModelTooLargeError(
-                    f"{where}: the model needs ~{needed / 1e6:.0f} MB; models in use take "
-                    f"{self._counted() / 1e6:.0f} MB of the {self._budget / 1e6:.0f} MB "
-                    "budget; try again when they are idle, or raise --max-loaded-bytes"
-                )
-            loading.estimated_bytes = needed
+        recent = time.monotonic() - self._settings.keep_recent
+        await self._evict_idle(loading, needed, f"to make room for {where}", used_before=recent)
+        others = self._counted() - (loading.counted_bytes() if loading else 0)
+        if others + needed > self._budget:
+            kept = [s.spec.name for s in self._slots.values() if s.idle and s is not loading]
+            why = (
+                f"; {', '.join(kept)} spoke in the last {self._settings.keep_recent:g} s "
+                "(--keep-recent)"
+                if kept
+                else ""
+            )
+            raise ModelTooLargeError(
+                f"{where}: needs ~{needed / 1e6:.0f} MB; models in use take "
+                f"{others / 1e6:.0f} MB of the {self._budget / 1e6:.0f} MB budget{why}; "
+                "try again shortly, or raise --max-loaded-bytes"
+            )
 
     async def _trim(self, keep: _Slot) -> None:
         """After a load, measured memory may exceed the estimate: unload least recently used
         idle models until the budget holds again."""
         async with self._room:
             await self._evict_idle(
-                keep, 0, "over the memory budget after loading " + keep.spec.name
+                keep, keep.counted_bytes(), "over the memory budget after loading " + keep.spec.name
             )
 
-    async def _evict_idle(self, keep: _Slot, needed: int, why: str) -> None:
-        """Unload idle models other than `keep`, least recently used first, until `needed` more
-        bytes fit the budget (or none is left to unload)."""
+    async def _evict_idle(
+        self, keep: _Slot | None, needed: int, why: str, used_before: float = math.inf
+    ) -> None:
+        """Unload idle models other than `keep` last used before `used_before`, least recently
+        used first, until `needed` more bytes fit the budget (or none is left to unload);
+        `keep`'s own memory counts in `needed`."""
         idle = sorted(
-            (s for s in self._slots.values() if s.idle and s is not keep), key=lambda s: s.last_used
+            (
+                s
+                for s in self._slots.values()
+                if s.idle and s is not keep and s.last_used < used_before
+            ),
+            key=lambda s: s.last_used,
         )
         for slot in idle:
-            if self._counted() + needed <= self._budget:
+            if self._counted() - (keep.counted_bytes() if keep else 0) + needed <= self._budget:
                 break
             await self._unload(slot, why)
 
     def _counted(self) -> int:
-        return sum(slot.counted_bytes() for slot in self._slots.values())
+        return self._reserved_bytes + sum(slot.counted_bytes() for slot in self._slots.values())
 
     async def _unload(self, slot: _Slot, why: str) -> None:
         worker, slot.worker, slot.estimated_bytes = slot.worker, None, 0

@@ -12,16 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import hashlib
 import logging
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from .catalog import FileRef, ModelSpec, VoiceSpec
-from .create_speaker import ERROR_PREFIX, format_ref
+from .create_speaker import DEFAULT_ALIGNER, ERROR_PREFIX, format_ref
 from .engines.base import ReferenceAudio
-from .errors import LoadTimeoutError, SpeakerError
+from .errors import LoadTimeoutError, ModelTooLargeError, SpeakerError, VoiceError
+from .formats.safetensors import WEIGHTS
 from .hub import Hub
 
 _LOGGER = logging.getLogger(__name__)
@@ -32,6 +37,18 @@ KEY_CHARS = 16
 """Hex digits of the key in a profile's file name (`<voice>-<key>.json`)."""
 LOG_TAIL_LINES = 20
 """Lines of the command's log kept to find that line."""
+RUN_WORKING_BYTES = 1_500_000_000
+"""A run's memory besides Whisper's weights: Python and torch, the codec's encoder, Whisper's
+activations over 30 s of audio (with turbo's 3.2 GB of weights, about the 4.9 GB peak that
+docs/process-model.md gives)."""
+FLOAT32_PER_STORED = 2
+"""Whisper's weights are read into float32 (`whisper.py`): twice the hub's fp16 files (an fp32
+file is counted twice too: an estimate on the safe side)."""
+FIRST_BACKOFF_SECONDS = 30.0
+"""After a failed run, the same recording is not tried again for this long, then twice as long
+after each further failure..."""
+MAX_BACKOFF_SECONDS = 3600.0
+"""...up to an hour."""
 
 
 @dataclass
@@ -43,7 +60,11 @@ class SpeakerProfiles:
     threads: int
     timeout: float
     """Seconds a run may take (`--load-timeout`)."""
+    reserve: Callable[[int, str], contextlib.AbstractAsyncContextManager[None]]
+    """Counts a run's memory against the registry's budget while it runs (`ModelRegistry`)."""
     _runs: dict[str, asyncio.Task[Path]] = field(default_factory=dict)
+    _failures: dict[str, tuple[float, float, VoiceError]] = field(default_factory=dict)
+    """By key: when the last run failed, how long to wait before the next, and its error."""
 
     async def profile(
         self, voice: VoiceSpec, model: ModelSpec, ref: ReferenceAudio, device: str
@@ -65,14 +86,31 @@ class SpeakerProfiles:
         out = self.cache_dir / f"{voice.name}-{key[:KEY_CHARS]}.json"
         if await asyncio.to_thread(out.is_file):  # a stat can block on a slow disk
             return out
+        if key in self._failures:
+            failed_at, backoff, error = self._failures[key]
+            wait = failed_at + backoff - time.monotonic()
+            if wait > 0:
+                raise type(error)(f"{error} (next try in {wait:.0f} s)")
         run = self._runs.get(key)
         if run is None:
             run = asyncio.create_task(
                 self._make(voice, model, ref, device, out), name=f"profile {out}"
             )
             self._runs[key] = run
-            run.add_done_callback(lambda _: self._runs.pop(key, None))
+            run.add_done_callback(partial(self._ended, key))
         return await asyncio.shield(run)
+
+    def _ended(self, key: str, run: asyncio.Task[Path]) -> None:
+        """Forget the run; after a failure, refuse the same key for a while (doubling each
+        time): a run takes gigabytes and minutes, and a broken recording fails every time."""
+        self._runs.pop(key, None)
+        error = None if run.cancelled() else run.exception()
+        if error is None:
+            self._failures.pop(key, None)
+        elif not isinstance(error, ModelTooLargeError):  # refused before running: no backoff
+            backoff = self._failures[key][1] * 2 if key in self._failures else FIRST_BACKOFF_SECONDS
+            failure = error if isinstance(error, VoiceError) else SpeakerError(str(error))
+            self._failures[key] = (time.monotonic(), min(backoff, MAX_BACKOFF_SECONDS), failure)
 
     def _key(self, voice: VoiceSpec, model: ModelSpec, ref: ReferenceAudio) -> str:
         try:
@@ -106,6 +144,19 @@ class SpeakerProfiles:
             command += ["--download-dir", str(self.hub.cache_dir)]
         if self.hub.offline:
             command.append("--offline")
+        aligner = model.files.get("aligner") or FileRef(repo=DEFAULT_ALIGNER)
+        needed = (
+            RUN_WORKING_BYTES
+            + FLOAT32_PER_STORED
+            * (await asyncio.to_thread(self.hub.sizes, aligner, (WEIGHTS,))).total
+        )
+        where = f"voice {voice.name} (its speaker profile, aligner {aligner.describe()})"
+        async with self.reserve(needed, where):
+            return await self._run(voice, ref, command, out)
+
+    async def _run(
+        self, voice: VoiceSpec, ref: ReferenceAudio, command: list[str], out: Path
+    ) -> Path:
         _LOGGER.info("voice %s: making its speaker profile from %s", voice.name, ref.path)
         process = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE)
         try:

@@ -14,19 +14,21 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import signal
 import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO, Iterator, Mapping
+from typing import BinaryIO, Iterator
 
 import numpy as np
 
 from . import channel
 from .devices import resolve_device
 from .engines import engine_module, uses_llama_cpp
-from .engines.base import Engine
-from .errors import EngineError, InternalError, VoiceError, context
+from .engines.base import Engine, EngineModule
+from .errors import EngineError, InternalError, ModelTooLargeError, VoiceError, context
+from .formats import report_conversions
 from .stats import PieceStats
 
 _LOGGER = logging.getLogger(__name__)
@@ -150,7 +152,7 @@ class Worker:
         spec = load.model
         self._stats_file = load.stats_file
         module = engine_module(spec.engine)
-        paths = fetch_files(load, module.FILES)
+        paths = fetch_files(load, module)
         self.send(channel.Estimated(module.estimate_bytes(spec, paths)))
         if not isinstance(self._inbox.get(), channel.Proceed):
             return None
@@ -197,25 +199,43 @@ class Worker:
         self.send(reply)
 
 
-def fetch_files(load: channel.Load, roles: Mapping[str, tuple[str, ...] | None]) -> dict[str, Path]:
-    """Local paths of the model's files by role, downloading what is missing."""
+def fetch_files(load: channel.Load, module: EngineModule) -> dict[str, Path]:
+    """Local paths of the model's files by role, downloading what is missing. Before anything
+    is downloaded, the files' sizes (one listing of each repo) must show that the model can fit
+    the memory budget and that its downloads and conversions leave the disk its reserve."""
     spec = load.model
     hub = load.hub
     if not spec.download:
         hub = replace(hub, offline=True, offline_because="the catalog says download: false")
-    paths: dict[str, Path] = {}
-    for role, folder_files in roles.items():
-        if role not in spec.files:
-            raise EngineError(
-                f"{spec.source} has no files.{role} for this model; "
-                f"engine {spec.engine} needs files: {', '.join(roles)}"
-            )
-        ref = spec.files[role]
-        hub.check_room(ref, folder_files)
-        paths[role] = (
-            hub.fetch_file(ref) if folder_files is None else hub.fetch_folder(ref, folder_files)
+    roles = module.FILES
+    missing = [role for role in roles if role not in spec.files]
+    if missing:
+        raise EngineError(
+            f"{spec.source} has no files.{missing[0]} for this model; "
+            f"engine {spec.engine} needs files: {', '.join(roles)}"
         )
-    return paths
+    sizes = {role: hub.sizes(spec.files[role], names) for role, names in roles.items()}
+    planned = module.planned_bytes(spec, {role: size.total for role, size in sizes.items()})
+    if planned.memory > load.memory_budget:
+        raise ModelTooLargeError(
+            f"the model needs over {planned.memory / 1e9:.1f} GB but the memory budget is "
+            f"{load.memory_budget / 1e9:.1f} GB; raise --max-loaded-bytes, or pick a smaller "
+            "model or matrix type"
+        )
+    to_download = sum(size.missing for size in sizes.values())
+    if to_download:  # what is cached converted before; a fresh download converts anew
+        repos = sorted(
+            {spec.files[role].describe() for role, size in sizes.items() if size.missing}
+        )
+        hub.check_room(to_download + planned.converted, ", ".join(repos))
+    return {
+        role: (
+            hub.fetch_file(spec.files[role])
+            if names is None
+            else hub.fetch_folder(spec.files[role], names)
+        )
+        for role, names in roles.items()
+    }
 
 
 def gpu_bytes() -> int:
@@ -236,10 +256,20 @@ def main() -> None:
     if level != "DEBUG":
         logging.getLogger("llama.cpp").setLevel(logging.WARNING)
     worker = Worker(sys.stdin.buffer, replies)
+    report_conversions(lambda running: worker.send(channel.Conversion(running)))
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     threading.Thread(target=worker.read_commands, name="commands", daemon=True).start()
-    worker.run()
-    logging.shutdown()
-    os._exit(0)  # skip interpreter teardown: native libraries' destructors have nothing to save
+    try:
+        worker.run()
+    finally:
+        logging.shutdown()
+        os._exit(0)  # skip interpreter teardown: native libraries' destructors have nothing to save
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    """Unwind the main thread (the server stops this worker): a download in progress closes its
+    file and releases its lock, so the server can delete what it left."""
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

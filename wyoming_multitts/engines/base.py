@@ -65,11 +65,25 @@ class Engine(Protocol):
         """Free the model (native memory, device buffers); safe to call once after any load."""
 
 
+@dataclass(frozen=True)
+class PlannedBytes:
+    """What a model will take, known from its files' sizes alone, before they are downloaded."""
+
+    memory: int
+    """A floor of the loaded model's memory: one over the budget need not be downloaded."""
+    converted: int
+    """The most its conversions write into the cache beside the downloads."""
+
+
 class EngineModule(Protocol):
     """What `engines/<name>.py` exposes."""
 
     FILES: Mapping[str, tuple[str, ...] | None]
     """Catalog file roles: None for one file (`file:`), or the names read from a folder repo."""
+
+    def planned_bytes(self, model: ModelSpec, file_bytes: Mapping[str, int]) -> PlannedBytes:
+        """Memory and conversions from the bytes of each role's files (`FILES`), before
+        downloading them."""
 
     def estimate_bytes(self, model: ModelSpec, paths: Mapping[str, Path]) -> int:
         """Memory the loaded model will take (weights plus caches), before loading it."""

@@ -45,7 +45,7 @@ from ...hub import ALTERNATIVES
 from ...options import VoiceOptions, apply_options
 from ...sampling import Sampler, SamplingConfig
 from ...stats import PieceStats
-from ..base import VoiceSettings
+from ..base import PlannedBytes, VoiceSettings
 from .checkpoint import (
     STAGE_CONFIGS,
     TOKENIZER_JSON,
@@ -203,6 +203,15 @@ class BarkTokens:
     """(2, F) int64."""
     fine: np.ndarray
     """(8, F) int64; F frames make F × 320 samples."""
+
+
+def planned_bytes(model: ModelSpec, file_bytes: Mapping[str, int]) -> PlannedBytes:
+    """Nothing is converted; the weights file is loaded as float32, or, with `weights: int8`,
+    at least a quarter of it (every layer in int8, none of it float32)."""
+    weights = file_bytes["model"]
+    if apply_options(BarkOptions(), model.options).weights == "int8":
+        weights //= 4
+    return PlannedBytes(weights, 0)
 
 
 def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:

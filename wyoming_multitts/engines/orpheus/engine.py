@@ -29,7 +29,7 @@ from ...formats.gguf import gguf_kv_cache_bytes
 from ...options import VoiceOptions, apply_options
 from ...sampling import Sampler, SamplingConfig
 from ...stats import PieceStats
-from ..base import VoiceSettings, speech_budget
+from ..base import PlannedBytes, VoiceSettings, speech_budget
 from .head import FullHead, OrpheusHead, ReducedHead, reduced_bytes
 
 _LOGGER = logging.getLogger(__name__)
@@ -62,6 +62,9 @@ follow them)."""
 TOKENS_PER_AUDIO_SECOND = 24000 / 2048 * FRAME_TOKENS  # 82.03: a 2048-sample frame at 24 kHz
 PROMPT_TOKENS_MAX = 512  # context reserved for the prompt of one text piece
 MAX_TEXT_CHARS = 300  # longer text is spoken in pieces: Orpheus skips words in long prompts
+REDUCED_SHARE_FLOOR = 0.5
+"""The reduced copy drops the text vocabulary's rows of `token_embd` and `output`: under a
+quarter of Orpheus 3B (1.81 of 2.36 GB are kept, docs/engines.md), never half of a model."""
 WORKING_BYTES = 600_000_000
 """The worker's own Python and torch (~240 MB before any model), llama.cpp's compute buffers and
 SNAC's activations: what the 3B's worker held at its peak beyond weights and KV cache
@@ -106,6 +109,15 @@ class OrpheusOptions:
         return StreamWindows(
             self.context_left, self.context_right, self.first_chunk_frames, self.max_chunk_frames
         )
+
+
+def planned_bytes(model: ModelSpec, file_bytes: Mapping[str, int]) -> PlannedBytes:
+    """The reduced copy is smaller than the GGUF it is cut from, and holds at least
+    `REDUCED_SHARE_FLOOR` of it; the loaded model holds its GGUF (reduced or not) and SNAC."""
+    gguf_bytes, codec_bytes = file_bytes["model"], file_bytes["codec"]
+    if apply_options(OrpheusOptions(), model.options).reduced_head:
+        return PlannedBytes(int(gguf_bytes * REDUCED_SHARE_FLOOR) + codec_bytes, gguf_bytes)
+    return PlannedBytes(gguf_bytes + codec_bytes, 0)
 
 
 def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:

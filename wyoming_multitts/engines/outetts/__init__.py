@@ -2,6 +2,6 @@
 (`dialects.py`: the codec, WavTokenizer or DAC, and the rest), prompts and reply parsing
 (`prompt.py`, `prompt10.py`), speaker profiles (`speakers.py`, `speakers10.py`)."""
 
-from .engine import FILES, estimate_bytes, load
+from .engine import FILES, estimate_bytes, load, planned_bytes
 
-__all__ = ["FILES", "estimate_bytes", "load"]
+__all__ = ["FILES", "estimate_bytes", "load", "planned_bytes"]

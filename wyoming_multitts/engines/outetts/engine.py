@@ -34,7 +34,7 @@ from ...llm.model import DEFAULT_BATCH, LlamaModel
 from ...options import VoiceOptions, apply_options
 from ...sampling import Sampler
 from ...stats import PieceStats
-from ..base import VoiceSettings, speech_budget
+from ..base import PlannedBytes, VoiceSettings, speech_budget
 from .dialects import VERSIONS, Dialect, Frame, check_vocoder, read_version, version_of_vocoder
 from .prompt import LAYOUTS
 
@@ -104,6 +104,15 @@ class OuteOptions:
 def default_options(version: str) -> OuteOptions:
     """The option defaults of a version family (a key of `dialects.VERSIONS`)."""
     return apply_options(OuteOptions(), VERSIONS[version].dialect.option_defaults)
+
+
+def planned_bytes(model: ModelSpec, file_bytes: Mapping[str, int]) -> PlannedBytes:
+    """The GGUF and the codec are loaded as they are; a DAC checkpoint (1.0) is converted once
+    to safetensors, with its weight norm folded: at most its own size."""
+    vocoder = model.files["vocoder"]
+    dac = (vocoder.file or (vocoder.path.name if vocoder.path else "")).endswith(".pth")
+    loaded = file_bytes["model"] + file_bytes["vocoder"]
+    return PlannedBytes(loaded, file_bytes["vocoder"] if dac else 0)
 
 
 def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:

@@ -4,6 +4,6 @@ with `checkpoint.py` and writing `gguf_files.py` and `tables.py`), its runtime s
 generation loop (`engine.py`), and what a loaded model keeps in memory (`memory.py`)."""
 
 from .engine import FILES, load
-from .memory import estimate_bytes
+from .memory import estimate_bytes, planned_bytes
 
-__all__ = ["FILES", "estimate_bytes", "load"]
+__all__ = ["FILES", "estimate_bytes", "load", "planned_bytes"]

@@ -28,6 +28,7 @@ from ...codecs.qwen3_12hz import DECODER_PREFIX
 from ...errors import EngineError, VoiceError
 from ...formats.safetensors import SafetensorsFiles
 from ...options import apply_options
+from ..base import PlannedBytes
 from .checkpoint import PREDICTOR_PREFIX
 from .config import AUTO_MATRIX_TYPE, MATRIX_TYPES, MatrixType, Qwen3Options
 from .prompt import PROMPT_ROWS_MAX
@@ -51,6 +52,11 @@ KV_BYTES_PER_VALUE = 2
 """The talker's KV cache is f16 (llama.cpp's default cache type)."""
 FLOAT32_BYTES = 4
 """Norms, biases, small_to_mtp_projection, the codec table's copy and the torch modules."""
+SOURCE_BYTES_PER_VALUE = 2
+"""The release's weights are bf16."""
+RESIDENT_SHARE_FLOOR = 0.5
+"""At least this share of the release's values is resident once loaded: all but the text table
+(a third of the 0.6B's values, less of the 1.7B's) and the speech tokenizer's encoder."""
 WORKING_BYTES = 500_000_000
 """The worker's own Python, torch and llama.cpp (~240 MB before any model), llama.cpp's
 compute buffers and torch's decode activations: what the 0.6B's worker held at its peak beyond
@@ -83,6 +89,21 @@ def estimate_bytes(model: ModelSpec, paths: Mapping[str, Path]) -> int:
     n_ctx = PROMPT_ROWS_MAX + options.max_frames
     kv_bytes = 2 * layers * n_ctx * kv_heads * head_dim * KV_BYTES_PER_VALUE  # K and V
     return checkpoint + FLOAT32_BYTES * decoder_values + kv_bytes + WORKING_BYTES
+
+
+def planned_bytes(model: ModelSpec, file_bytes: Mapping[str, int]) -> PlannedBytes:
+    """From the release folder's size alone (bf16, `SOURCE_BYTES_PER_VALUE`): the conversion
+    writes at most every value at the larger of the matrix type's size and the f16 tables';
+    at least `RESIDENT_SHARE_FLOOR` of the values stay resident at the matrix type's size."""
+    options = apply_options(Qwen3Options(), model.options)
+    auto = options.matrix_type == AUTO_MATRIX_TYPE
+    matrix = MATRIX_TYPES[SIZE_OF_AUTO if auto else options.matrix_type]
+    values = file_bytes["model"] / SOURCE_BYTES_PER_VALUE
+    value_bytes = _matrix_bytes(matrix.quant, matrix.dtype)
+    return PlannedBytes(
+        memory=math.floor(RESIDENT_SHARE_FLOOR * values * value_bytes),
+        converted=math.ceil(values * max(value_bytes, np.dtype(np.float16).itemsize)),
+    )
 
 
 def _resident_bytes(name: str, shape: tuple[int, ...], matrix: MatrixType) -> int:
