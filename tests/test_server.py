@@ -380,7 +380,7 @@ async def test_cloned_voices_need_a_readable_reference(tiny_models: Path, tmp_pa
     try:
         for voice, code, words in (
             ("bare", "engine-error", "add `reference: {path:"),
-            ("lost", "engine-error", f"reference audio {tmp_path / 'lost.wav'}"),
+            ("lost", "engine-error", "reference audio …/lost.wav"),  # the folders: in the log
             ("hub", "model-file-missing", "me/voices/alice.wav"),
         ):
             async with server.client() as client:
@@ -391,6 +391,7 @@ async def test_cloned_voices_need_a_readable_reference(tiny_models: Path, tmp_pa
             error = events[-1]
             assert error.type == "error" and error.data["code"] == code, error
             assert f"voice {voice}" in error.data["text"] and words in error.data["text"]
+        assert f"reference audio {tmp_path / 'lost.wav'}" in server.log()
         events = await synthesize(server, "Hello there.", voice="xvector")
         assert types(events) == ["audio-start", "audio-chunk", "audio-stop"]
         assert len(audio_bytes(events)) == 4 * 1920 * 2  # max_frames: 4

@@ -1,6 +1,7 @@
 """Every error a user can act on, each with the stable `code` its Wyoming `error` event carries.
 
-The handler sends `Error(text=str(err), code=err.code)` and closes that connection; the codes are
+The handler sends `Error(text=for_client(str(err)), code=err.code)` and closes that connection
+(the log keeps the whole text: `for_client` takes the folders off absolute paths); the codes are
 part of the protocol (docs/errors.md lists them), so a class may be renamed but its code stays.
 Messages name the voice or model, the file, and the next step; context is added where an error
 is caught (`raise … from err`, see `context`), not threaded through signatures.
@@ -9,7 +10,17 @@ is caught (`raise … from err`, see `context`), not threaded through signatures
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Iterator
+
+ABSOLUTE_PATH = re.compile(r"(?<![\w/.:~-])/(?:[^\s/:;,()'\"]+/)+(?=[^\s/:;,()'\"])")
+"""The folders of an absolute path in a message (not a URL's: after `:` or `/`)."""
+
+
+def for_client(message: str) -> str:
+    """`message` as a client sees it: absolute paths lose their folders, which say how the
+    server's machine is laid out to anyone on the network (the log keeps them)."""
+    return ABSOLUTE_PATH.sub("…/", message)
 
 
 class VoiceError(RuntimeError):

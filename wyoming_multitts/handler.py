@@ -38,11 +38,16 @@ from .audio import PCM_CHANNELS, PCM_WIDTH, PcmChunker, to_pcm16
 from .catalog import Catalog, VoiceSpec
 from .engines import ENGINE_NATIVE_TEXT
 from .engines.base import VoiceSettings
-from .errors import InternalError, VoiceError
+from .errors import InternalError, VoiceError, for_client
 from .registry import ModelRegistry
 from .text import TextFrontEnd, TextPolicy, is_speakable, split_to_length, spoken_sentences
 
 _LOGGER = logging.getLogger(__name__)
+
+WARNINGS_PER_MINUTE = 5
+"""WARNING lines about one client address in a minute (`ClientWarnings`)."""
+MAX_CLIENTS_TRACKED = 1024
+"""Addresses remembered before those of past minutes are forgotten."""
 
 MAX_HEADER_BYTES = 64 * 1024
 """Longest event header line we read (asyncio's default stream limit)."""
@@ -382,7 +387,8 @@ class SynthesisHandler(AsyncEventHandler):
             await self._send_error(RequestError(str(err), err.code))
         except Exception as err:  # a bug: still tell the client and keep serving the others
             _LOGGER.exception("Unexpected error during synthesis")
-            await self._send_error(RequestError(f"internal error: {err}", InternalError.code))
+            text = f"internal error ({type(err).__name__}); the server log has the details"
+            await self._send_error(RequestError(text, InternalError.code))
         await self.stop()
 
     async def _cancel_synthesis(self) -> None:
@@ -477,17 +483,51 @@ class SynthesisHandler(AsyncEventHandler):
         pace.wrote(time.monotonic() - started, seconds)
 
     def _drop(self, stalled: ClientStalledError) -> None:
-        _LOGGER.warning("Dropping a client: %s (--client-timeout)", stalled)
+        CLIENT_WARNINGS.warn(self.writer, "Dropping a client: %s (--client-timeout)", stalled)
         self.writer.transport.abort()  # frees what waits in the socket buffer
 
     async def _send_error(self, err: RequestError) -> None:
-        _LOGGER.warning("Refusing request: %s", err)
+        CLIENT_WARNINGS.warn(self.writer, "Refusing request: %s", err)
         try:
-            await self.write_event(Error(text=str(err), code=err.code).event())
+            await self.write_event(Error(text=for_client(str(err)), code=err.code).event())
         except ClientStalledError as stalled:  # a closed writer would wait for it forever
             self._drop(stalled)
         except (ConnectionError, RuntimeError):
             pass
+
+
+class ClientWarnings:
+    """WARNING log lines about clients, at most `WARNINGS_PER_MINUTE` per client address a
+    minute; the rest go to DEBUG, and the next minute's first line says how many did. A client
+    that sends bad requests in a loop cannot flood the log (or the add-on's log view)."""
+
+    def __init__(self) -> None:
+        self._minutes: dict[str, tuple[float, int]] = {}
+        """By address: when its minute began, and its lines in that minute."""
+
+    def warn(self, writer: asyncio.StreamWriter, message: str, *args: object) -> None:
+        """Log `message % args` about the client on `writer`."""
+        peer = writer.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) else "local"
+        now = time.monotonic()
+        began, lines = self._minutes.get(address, (now, 0))
+        if now - began >= 60:
+            if lines > WARNINGS_PER_MINUTE:
+                _LOGGER.warning(
+                    "%d more warnings about client %s went to the debug log in a minute",
+                    lines - WARNINGS_PER_MINUTE,
+                    address,
+                )
+            began, lines = now, 0
+        if len(self._minutes) >= MAX_CLIENTS_TRACKED:
+            self._minutes = {a: m for a, m in self._minutes.items() if now - m[0] < 60}
+        self._minutes[address] = (began, lines + 1)
+        level = logging.WARNING if lines < WARNINGS_PER_MINUTE else logging.DEBUG
+        _LOGGER.log(level, message, *args)
+
+
+CLIENT_WARNINGS = ClientWarnings()
+"""One for the whole server: the handler's refusals and the listener's."""
 
 
 def _voice_settings(spec: VoiceSpec, speaker: str | None) -> VoiceSettings:

@@ -23,6 +23,16 @@ PROGRESS_STEP = 0.1
 """Log download progress every 10 % of a file."""
 MISSING_SHOWN = 5
 """Missing files an error names before saying how many more."""
+HUB_FAILURES = {
+    "RepositoryNotFoundError": "the hub has no such repo, or it is private: check the repo id "
+    "in the catalog",
+    "GatedRepoError": "the repo is gated: accept its terms on huggingface.co and log in with "
+    "huggingface-cli login",
+    "RevisionNotFoundError": "the repo has no such revision: check 'revision:' in the catalog",
+    "EntryNotFoundError": "the repo has no such file: check the file name in the catalog",
+}
+"""What to do about a hub failure, by huggingface_hub's exception class; the client gets this
+and the class name, the log the whole text (a URL, a server's reply)."""
 ALTERNATIVES = "|"
 """Separates the names of files that stand in for each other in a folder's list
 (`vocab.txt|tokenizer.json`): each is fetched where the repo has it, one of them must be there."""
@@ -243,9 +253,14 @@ class Hub:
             )
             raise ModelFileError(f"cannot get {what}: {hint}") from err
         except Exception as err:  # any hub/HTTP/disk failure becomes one clear error
+            _LOGGER.warning("Downloading %s failed: %s: %s", what, type(err).__name__, err)
+            hint = HUB_FAILURES.get(
+                type(err).__name__,
+                "check the repo id and file name in the catalog, and the network",
+            )
             raise ModelFileError(
-                f"downloading {what} failed ({type(err).__name__}: {err}); check the "
-                "repo id and file name in the catalog"
+                f"downloading {what} failed ({type(err).__name__}; the server log has the "
+                f"details): {hint}"
             ) from err
 
 

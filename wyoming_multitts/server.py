@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 from wyoming.error import Error
 from wyoming.event import async_get_stdin, async_write_event
 
-from .handler import SynthesisHandler
+from .handler import CLIENT_WARNINGS, SynthesisHandler
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ class Listener:
 
 async def _refuse(writer: asyncio.StreamWriter, limit: str, option: str) -> None:
     """Tell a client there is no room (every connection busy speaking), then close."""
-    _LOGGER.warning("Refusing a connection: %s are open and busy (%s)", limit, option)
+    CLIENT_WARNINGS.warn(writer, "Refusing a connection: %s are open and busy (%s)", limit, option)
     refusal = Error(
         text=f"the server has {limit} open and busy, its limit ({option}); try again shortly",
         code="server-busy",

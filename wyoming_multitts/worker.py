@@ -36,6 +36,8 @@ _LOGGER = logging.getLogger(__name__)
 EXIT_GRACE_SECONDS = 5.0
 """After the server is gone, how long the main thread may take to stop before the process exits
 anyway (a load in progress cannot be interrupted)."""
+SEE_THE_LOG = "the server log has the details"
+"""Where an unforeseen failure's text goes instead of the client."""
 ROOM_WAIT_SECONDS = 0.1
 """How often a request that is `max_ahead` samples ahead looks at its cancel flag."""
 
@@ -140,7 +142,7 @@ class Worker:
             return
         except Exception as err:  # a library failed in a way we did not foresee: keep the cause
             _LOGGER.exception("%s: failed to load", load.where)
-            message = f"{load.where}: failed to load: {type(err).__name__}: {err}"
+            message = f"{load.where}: failed to load ({type(err).__name__}); {SEE_THE_LOG}"
             self.send(channel.Failed(None, InternalError.code, message))
             return
         if engine is None:
@@ -193,7 +195,7 @@ class Worker:
             reply = channel.Failed(speak.request_id, err.code, str(err))
         except Exception as err:  # a bug or a library failure: tell the client, keep the model
             _LOGGER.exception("voice %s: synthesis failed", voice.name)
-            message = f"voice {voice.name}: internal error: {type(err).__name__}: {err}"
+            message = f"voice {voice.name}: internal error ({type(err).__name__}); {SEE_THE_LOG}"
             reply = channel.Failed(speak.request_id, InternalError.code, message)
         self._current.end()
         self.send(reply)
