@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from wyoming.tts import Synthesize, SynthesizeVoice
 
 from wyoming_multitts.errors import (
     VOICE_ERRORS,
@@ -16,7 +17,10 @@ from wyoming_multitts.errors import (
     VoiceError,
     code_error,
     context,
+    for_client,
 )
+
+from .conftest import read_until, start_server
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTED = set(re.findall(r"^\| `([a-z-]+)` \|", (ROOT / "docs" / "errors.md").read_text(), re.M))
@@ -101,3 +105,34 @@ def test_context_lets_other_exceptions_and_success_through() -> None:
     with context("voice v"):
         value = 1
     assert value == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "client_sees"),
+    [
+        ("cannot write /data/hf/models--a--b/x/model.gguf (No space)", "cannot write …/model.gguf"),
+        ("[Errno 2] No such file: '/root/voices/me.wav'", "No such file: '…/me.wav'"),
+        ("fetching http://hub.local/org/name/resolve/main/x.gguf", "http://hub.local/org/name/"),
+        ("voice a/b (model c): needs ~870 MB", "voice a/b (model c): needs ~870 MB"),
+    ],
+)
+def test_clients_see_file_names_not_folders(text: str, client_sees: str) -> None:
+    assert client_sees in for_client(text)
+    assert "/data/hf" not in for_client(text) and "/root/" not in for_client(text)
+
+
+async def test_warnings_about_one_client_are_limited_per_minute(
+    tiny_models: Path, tmp_path: Path
+) -> None:
+    """A client looping on bad requests gets an error each time; the log a WARNING for the first
+    5 of them in a minute, the rest at DEBUG."""
+    server = start_server(tiny_models / "voices.yaml", tmp_path)
+    try:
+        for _ in range(8):
+            async with server.client() as client:
+                request = Synthesize(text="Hi.", voice=SynthesizeVoice("no-such-voice"))
+                await client.write_event(request.event())
+                assert (await read_until(client, "audio-stop"))[-1].data["code"] == "unknown-voice"
+    finally:
+        server.stop()
+    assert server.log().count("WARNING:wyoming_multitts.handler:Refusing request") == 5
