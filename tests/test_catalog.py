@@ -24,6 +24,7 @@ from wyoming_multitts.catalog import (
     load_catalog,
     parse_catalog,
 )
+from wyoming_multitts.devices import gpu_expected
 from wyoming_multitts.engines import ENGINE_MODULES
 
 CATALOG_PATH = Path("/srv/tts/voices.yaml")
@@ -392,6 +393,35 @@ def test_with_default_voice_moves_the_voice_first(shipped: Catalog) -> None:
         v for v in shipped.voices if v != "orpheus-leo"
     ]
     assert catalog.models == shipped.models and catalog.path == shipped.path
+
+
+def test_without_a_gpu_the_default_is_a_voice_that_keeps_up_on_a_cpu(shipped: Catalog) -> None:
+    """Orpheus (the first voice) runs about 4.5x slower than real time on 2 cores: a request
+    naming no voice gets the catalog's cpu_voice there, Qwen3-TTS 0.6B."""
+    assert shipped.for_machine(has_gpu=True).default_voice.name == "orpheus-tara"
+    on_cpu = shipped.for_machine(has_gpu=False)
+    assert on_cpu.default_voice.name == shipped.cpu_voice == "qwen3-0b6-ryan"
+    assert shipped.models[on_cpu.default_voice.model].engine == "qwen3tts"
+    assert set(on_cpu.voices) == set(shipped.voices)
+
+
+def test_cpu_voice_must_be_a_voice_of_the_catalog(tmp_path: Path) -> None:
+    doc = {
+        "cpu_voice": "nobody",
+        "models": {"m": {"engine": "orpheus", "files": {"model": {"path": "m.gguf"}}}},
+        "voices": {"v": {"model": "m"}},
+    }
+    with pytest.raises(CatalogError, match="cpu_voice: 'nobody' is not one of the voices"):
+        parse_catalog(doc, tmp_path / "voices.yaml")
+    assert (
+        parse_catalog({**doc, "cpu_voice": None}, tmp_path).for_machine(False).default_voice.name
+        == "v"
+    )
+
+
+def test_the_gpu_is_told_from_the_device_and_the_machine() -> None:
+    assert not gpu_expected("cpu") and not gpu_expected("htp") and gpu_expected("cuda:1")
+    assert gpu_expected(None) == gpu_expected("auto")  # this machine's answer, either way
 
 
 def test_with_default_voice_rejects_unknown_names(shipped: Catalog) -> None:

@@ -450,6 +450,7 @@ async def serve(settings: Settings) -> None:
     from urllib.parse import urlparse
 
     from .catalog import CatalogError, load_catalog
+    from .devices import gpu_expected
     from .handler import HandlerSettings, SynthesisHandler
     from .hub import Hub
     from .info import build_info
@@ -460,6 +461,14 @@ async def serve(settings: Settings) -> None:
         catalog = load_catalog(settings.voices)
         if settings.default_voice:
             catalog = catalog.with_default_voice(settings.default_voice)
+        else:
+            has_gpu = gpu_expected(settings.device)
+            catalog = catalog.for_machine(has_gpu)
+            _LOGGER.info(
+                "Default voice: %s (%s; --voice picks another)",
+                catalog.default_voice.name,
+                "a GPU is expected" if has_gpu else "no GPU expected",
+            )
     except CatalogError as err:
         _LOGGER.error("%s", err)
         sys.exit(2)

@@ -9,7 +9,7 @@ Errors name the file and the key to fix.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -121,6 +121,9 @@ class Catalog:
     models: Mapping[str, ModelSpec]
     voices: Mapping[str, VoiceSpec]
     path: Path
+    cpu_voice: str | None = None
+    """`cpu_voice:`, the default on a machine without a GPU (`for_machine`): one that keeps up
+    with real time on a few CPU cores, where the first voice may not."""
 
     @property
     def default_voice(self) -> VoiceSpec:
@@ -135,7 +138,14 @@ class Catalog:
                 f"(voices: {', '.join(self.voices)})"
             )
         voices = {name: self.voices[name], **self.voices}
-        return Catalog(models=self.models, voices=voices, path=self.path)
+        return replace(self, voices=voices)
+
+    def for_machine(self, has_gpu: bool) -> "Catalog":
+        """The catalog with the default voice this machine suits: the first voice with a GPU,
+        else `cpu_voice` where the catalog names one."""
+        if has_gpu or self.cpu_voice is None:
+            return self
+        return self.with_default_voice(self.cpu_voice)
 
 
 def load_catalog(path: Path) -> Catalog:
@@ -156,7 +166,7 @@ def parse_catalog(doc: Any, path: Path) -> Catalog:
     where = str(path)
     if not isinstance(doc, dict):
         raise CatalogError(f"{where}: expected a mapping with 'models:' and 'voices:'")
-    _check_keys(doc, {"models", "voices"}, where)
+    _check_keys(doc, {"models", "voices", "cpu_voice"}, where)
     models_doc = _mapping(doc.get("models"), f"{where}: models")
     voices_doc = _mapping(doc.get("voices"), f"{where}: voices")
     if not voices_doc:
@@ -172,7 +182,10 @@ def parse_catalog(doc: Any, path: Path) -> Catalog:
                 f"{where}: voices.{name}.model: unknown model {voice.model!r} (models: {known})"
             )
         voices[voice.name] = voice
-    return Catalog(models=models, voices=voices, path=path)
+    cpu_voice = _optional_string(doc.get("cpu_voice"), f"{where}: cpu_voice")
+    if cpu_voice is not None and cpu_voice not in voices:
+        raise CatalogError(f"{where}: cpu_voice: {cpu_voice!r} is not one of the voices below")
+    return Catalog(models=models, voices=voices, path=path, cpu_voice=cpu_voice)
 
 
 def _parse_model(name: str, entry: Any, path: Path) -> ModelSpec:

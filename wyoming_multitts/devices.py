@@ -6,9 +6,12 @@ A device this llama.cpp build lacks is an error naming the devices it has; only 
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import sys
 import threading
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import DeviceError
@@ -26,6 +29,14 @@ BACKEND_OF_KIND = {"cuda": "cuda", "vulkan": "vulkan", "metal": "metal", "htp": 
 """Our device kind → the name of its ggml backend library (`libggml-cuda.so`, …)."""
 TORCH_DEVICE_OF_KIND = {"cuda": "cuda", "metal": "mps"}
 """Where torch parts (codecs) run for each kind; every other kind keeps them on the CPU."""
+
+GPU_PRESENT = {
+    "cuda": lambda: Path("/dev/nvidiactl").exists(),
+    "vulkan": lambda: any(Path("/dev/dri").glob("renderD*")),
+    "metal": lambda: sys.platform == "darwin",
+}
+"""The GPU kinds a default voice may count on, and how the machine shows it has one (without a
+driver call). `htp` is not one: Orpheus' codec would still run on the CPU."""
 
 _TORCH_THREADS_LOCK = threading.Lock()
 
@@ -55,6 +66,25 @@ def parse_device_name(name: str) -> tuple[str, int]:
             f"unknown device {name!r}: use auto, cpu, cuda[:N], vulkan[:N], metal or htp[:N]"
         )
     return kind, int(index or 0)
+
+
+def gpu_expected(device_override: str | None) -> bool:
+    """Whether models will run on a GPU here, told without loading llama.cpp or torch (the
+    server's front end loads neither): `--device` says so, or, for `auto`, this llama.cpp build
+    has a GPU backend's library and the machine has such a GPU (its driver's device node, or
+    macOS for Metal). Picks the default voice (`Catalog.for_machine`)."""
+    if device_override is not None:
+        kind, _ = parse_device_name(device_override)
+        if kind != "auto":
+            return kind in GPU_PRESENT
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or spec.origin is None:
+        return False
+    libraries = " ".join(path.name for path in (Path(spec.origin).parent / "lib").glob("libggml-*"))
+    return any(
+        f"libggml-{BACKEND_OF_KIND[kind]}" in libraries and present()
+        for kind, present in GPU_PRESENT.items()
+    )
 
 
 def resolve_device(name: str, uses_llama: bool = True) -> Device:
