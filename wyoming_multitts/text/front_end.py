@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import emoji
 
 from ..catalog import TEXT_OPTIONS
+from .clauses import MAX_FIRST_CHARS, first_clause_end
 from .detect import base_language, guess_language
 from .languages import language as language_info
 from .markdown import TASK_BOX_RE, MarkdownLines, plain_text
@@ -84,8 +85,10 @@ class TextFrontEnd:
     the text is cut.
     """
 
-    def __init__(self, policy: TextPolicy) -> None:
+    def __init__(self, policy: TextPolicy, first_clause: bool = False) -> None:
         self._policy = policy
+        self._first_clause = first_clause
+        """Still to cut the first clause of the first sentence (`clauses.first_clause_end`)."""
         self._markdown = MarkdownLines() if policy.normalize != "off" else None
         languages = [language_info(code) for code in policy.languages]
         titles = frozenset().union(*(language.titles for language in languages))
@@ -96,12 +99,31 @@ class TextFrontEnd:
     def add(self, chunk: str) -> list[str]:
         """Add a chunk of text; return the spoken sentences it completes."""
         text = self._markdown.add(chunk) if self._markdown else chunk
-        return self._spoken(self._splitter.add(text))
+        sentences = self._splitter.add(text)
+        if self._first_clause and not sentences:
+            pending = self._splitter.pending(MAX_FIRST_CHARS)
+            cut = first_clause_end(pending) if pending else None
+            if cut is not None:
+                self._first_clause = False
+                sentences = [self._splitter.cut(cut)]
+        return self._spoken(self._with_first_clause(sentences))
 
     def finish(self) -> list[str]:
         """End the text; return its last spoken sentences."""
         text = self._markdown.finish() if self._markdown else ""
-        return self._spoken(self._splitter.add(text) + self._splitter.finish())
+        sentences = self._splitter.add(text) + self._splitter.finish()
+        return self._spoken(self._with_first_clause(sentences))
+
+    def _with_first_clause(self, sentences: list[str]) -> list[str]:
+        """`sentences`, the first one of the request cut after its first clause if it has one
+        (as the same sentence is cut while it streams in: `clauses`)."""
+        if not (self._first_clause and sentences):
+            return sentences
+        self._first_clause = False
+        cut = first_clause_end(sentences[0])
+        if cut is None:
+            return sentences
+        return [sentences[0][:cut].strip(), sentences[0][cut:].strip(), *sentences[1:]]
 
     def _spoken(self, sentences: list[str]) -> list[str]:
         spoken = (self._speak(sentence) for sentence in sentences)
@@ -156,7 +178,8 @@ def _emoji_language(language: str) -> str:
     return code
 
 
-def spoken_sentences(text: str, policy: TextPolicy) -> list[str]:
-    """The spoken sentences of a complete text."""
-    front_end = TextFrontEnd(policy)
+def spoken_sentences(text: str, policy: TextPolicy, first_clause: bool = False) -> list[str]:
+    """The spoken sentences of a complete text (the first clause of the first one apart, with
+    `first_clause`)."""
+    front_end = TextFrontEnd(policy, first_clause)
     return front_end.add(text) + front_end.finish()

@@ -187,6 +187,25 @@ class SentenceSplitter:
         self._ends.clear()
         return sentences
 
+    def pending(self, limit: int) -> str | None:
+        """The first `limit` characters of the sentence not complete yet, or None when part of
+        it is held (it may end in an abbreviation: it is cut when complete, if at all)."""
+        if self._held:
+            return None
+        parts, length = [], 0
+        for index, chunk in enumerate(self._chunks):
+            part = chunk[self._head if index == 0 else 0 :][: limit - length]
+            parts.append(part)
+            length += len(part)
+            if length >= limit:
+                break
+        return "".join(parts)
+
+    def cut(self, length: int) -> str:
+        """Hand out the first `length` characters of the sentence not complete yet, as a piece
+        of its own (the first clause of a request, `clauses.first_clause_end`)."""
+        return self._take(self._start + length).strip()
+
     def finish(self) -> list[str]:
         """End the stream; return the unfinished last sentence, if any (the splitter is reset)."""
         rest = ("".join(self._held) + self._take(self._received)).strip()
