@@ -53,6 +53,7 @@ class Settings:
     threads: int
     samples_per_chunk: int
     streaming: bool
+    hold_audio: bool
     zeroconf_name: str | None
     zeroconf_interfaces: list[str] | None
     max_loaded_bytes: int
@@ -167,6 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
         dest="offline",
         action="store_true",
         help="never download: use only cached or local model files",
+    )
+    parser.add_argument(
+        "--hold-audio",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="hold the first audio of a sentence a model makes slower than real time until the "
+        "rest can follow without a stall, so pauses fall between sentences (default: on)",
     )
     parser.add_argument(
         "--min-free-disk",
@@ -359,6 +367,7 @@ def parse_settings(argv: list[str]) -> Settings:
         threads=args.threads,
         samples_per_chunk=args.samples_per_chunk,
         streaming=not args.no_streaming,
+        hold_audio=args.hold_audio,
         zeroconf_name=args.zeroconf,
         zeroconf_interfaces=args.zeroconf_interface,
         max_loaded_bytes=args.max_loaded_bytes,
@@ -509,6 +518,7 @@ async def serve(settings: Settings) -> None:
     handler_settings = HandlerSettings(
         samples_per_chunk=settings.samples_per_chunk,
         streaming=settings.streaming,
+        hold_audio=settings.hold_audio,
         max_text_chars=settings.max_text_chars,
         max_speech_seconds=settings.max_speech_seconds,
         max_pieces=settings.max_pieces,

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable
 
+import numpy as np
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event, async_write_event
@@ -39,7 +40,7 @@ from .catalog import Catalog, VoiceSpec
 from .engines import ENGINE_NATIVE_TEXT
 from .engines.base import VoiceSettings
 from .errors import InternalError, VoiceError, for_client
-from .registry import ModelRegistry
+from .registry import SPOKEN_CHARS_PER_SECOND, ModelRegistry, Speed
 from .text import TextFrontEnd, TextPolicy, is_speakable, split_to_length, spoken_sentences
 
 _LOGGER = logging.getLogger(__name__)
@@ -53,9 +54,11 @@ MAX_HEADER_BYTES = 64 * 1024
 """Longest event header line we read (asyncio's default stream limit)."""
 MAX_DATA_BYTES = 1024 * 1024
 """Largest event data block accepted; text beyond `--max-text-chars` is refused anyway."""
-SPOKEN_CHARS_PER_SECOND = 15.0
-"""Speaking rate used to bound a request's audio before it is made: English at 150 words a
-minute is about 15 characters (letters and spaces) a second; slower speech only under-counts."""
+RATE_SAMPLE_SECONDS = 0.5
+"""Audio a cycle must have made before its own rate replaces the model's measured one."""
+HOLD_MARGIN = 1.25
+"""The audio still to come is taken as this much more than the text suggests (a voice may speak
+slower than its average), so that a held cycle does not run dry near its end."""
 
 
 class RequestError(ValueError):
@@ -91,6 +94,9 @@ class HandlerSettings:
     """Seconds a request may wait on its client before `min_client_rate` applies."""
     idle_timeout: float = 120.0
     """Close a connection that sends nothing and has nothing in progress for this long."""
+    hold_audio: bool = True
+    """Hold the first audio of a cycle a model makes slower than real time until the rest can
+    follow without running dry (`_Hold`): a pause falls between pieces, not mid-word."""
 
 
 class ClientStalledError(ConnectionError):
@@ -283,7 +289,9 @@ class SynthesisHandler(AsyncEventHandler):
             await self._start(self._speak_once(spec, voice, text))
         elif SynthesizeStart.is_type(event.type):
             spec, voice = self._request(event.data.get("voice"))
-            self._stream = _TextStream(self._text_policy(spec), self._settings.streaming)
+            self._stream = _TextStream(
+                self._text_policy(spec), self._settings.streaming, self._keeps_up(spec)
+            )
             await self._start(self._speak_stream(spec, voice, self._stream))
         elif SynthesizeChunk.is_type(event.type):
             stream = self._expect_stream(event.type)
@@ -352,6 +360,13 @@ class SynthesisHandler(AsyncEventHandler):
             **{**model.text_options, **spec.text_options},  # normalize, emoji (checked)
         )
 
+    def _keeps_up(self, spec: VoiceSpec) -> bool:
+        """Whether the voice's model makes audio faster than real time here (measured): then a
+        request's first clause is spoken alone (`text/clauses.py`), and the rest follows before
+        it has played out."""
+        speed = self._registry.speed(spec.model)
+        return speed.measured and speed.rate >= 1.0
+
     def _check_text(self, text: str) -> None:
         if len(text) > self._settings.max_text_chars:
             raise self._too_long()
@@ -401,7 +416,9 @@ class SynthesisHandler(AsyncEventHandler):
 
     async def _speak_once(self, spec: VoiceSpec, voice: VoiceSettings, text: str) -> None:
         """A plain `synthesize`: every piece of the text in one audio cycle."""
-        sentences = await asyncio.to_thread(spoken_sentences, text, self._text_policy(spec))
+        sentences = await asyncio.to_thread(
+            spoken_sentences, text, self._text_policy(spec), self._keeps_up(spec)
+        )
         if not sentences:
             raise _nothing_to_say(text)
         voice = await self._with_reference(spec, voice)
@@ -435,13 +452,15 @@ class SynthesisHandler(AsyncEventHandler):
         budget: "_SpeechBudget",
         pace: "_ClientPace",
     ) -> None:
-        """`audio-start`, chunks of all pieces of the spoken `sentences`, `audio-stop`."""
+        """`audio-start`, chunks of all pieces of the spoken `sentences`, `audio-stop`; the
+        first audio held while the model would not keep up (`_Hold`)."""
         budget.spend(sentences)
         started = time.monotonic()
         audio_samples = 0
         chunker = PcmChunker(self._settings.samples_per_chunk)
         async with self._registry.acquire(spec.model, voice.name) as worker:
             assert worker.loaded is not None
+            begun = last_audio = time.monotonic()  # the model's turn: its speed counts from here
             rate, max_chars = worker.loaded.sample_rate, worker.loaded.max_text_chars
             pieces = tuple(
                 piece
@@ -454,15 +473,31 @@ class SynthesisHandler(AsyncEventHandler):
                 AudioStart(rate=rate, width=PCM_WIDTH, channels=PCM_CHANNELS).event()
             )
             ahead = int(self._settings.max_audio_ahead * rate)
+            chars = sum(len(piece) for piece in pieces)
+            speed = self._registry.speed(spec.model)
+            hold = _Hold(speed, chars * speed.seconds_per_char, begun)
+            held: list[np.ndarray] | None = []
             async with worker.speak(pieces, voice, ahead) as audio:
                 async for piece in audio:
                     audio_samples += piece.size
+                    last_audio = time.monotonic()
+                    if self._settings.hold_audio and held is not None:
+                        held.append(piece)
+                        audio.taken(piece.size)  # held here: the model goes on meanwhile
+                        if not hold.over(audio_samples / rate, last_audio):
+                            continue
+                        await self._write_held(rate, held, chunker, pace, voice.name)
+                        held = None
+                        continue
                     for chunk in chunker.add(to_pcm16(piece)):
                         await self._write_chunk(rate, chunk, pace)
                     audio.taken(piece.size)
+        if held:
+            await self._write_held(rate, held, chunker, pace, voice.name)
         tail = chunker.flush()
         if tail:
             await self._write_chunk(rate, tail, pace)
+        self._registry.measured(spec.model, chars, audio_samples / rate, last_audio - begun)
         await self.write_event(AudioStop().event())
         _LOGGER.info(
             "Spoke %.2f s of audio for voice %s in %.2f s (%d characters)",
@@ -481,6 +516,27 @@ class SynthesisHandler(AsyncEventHandler):
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self.write_event(event), pace.allowance(seconds))
         pace.wrote(time.monotonic() - started, seconds)
+
+    async def _write_held(
+        self,
+        rate: int,
+        held: list[np.ndarray],
+        chunker: PcmChunker,
+        pace: "_ClientPace",
+        voice: str,
+    ) -> None:
+        """Send the audio held so far, now that the rest can follow in time."""
+        if len(held) > 1:  # not released at its first audio: it was held
+            seconds = sum(piece.size for piece in held) / rate
+            _LOGGER.info(
+                "Held the first %.2f s of audio of voice %s: its model is slower than real "
+                "time (--no-hold-audio sends it at once)",
+                seconds,
+                voice,
+            )
+        for piece in held:
+            for chunk in chunker.add(to_pcm16(piece)):
+                await self._write_chunk(rate, chunk, pace)
 
     def _drop(self, stalled: ClientStalledError) -> None:
         CLIENT_WARNINGS.warn(self.writer, "Dropping a client: %s (--client-timeout)", stalled)
@@ -601,14 +657,38 @@ class _ClientPace:
             )
 
 
+class _Hold:
+    """When a cycle's first audio may go out: once the rest of the cycle can follow without the
+    listener running dry. The model makes `rate` seconds of audio a second; with `received`
+    seconds made and `remaining` still to come, playing from now takes `received + remaining`
+    seconds and making the rest `remaining / rate`: it keeps up when
+    `remaining * (1 / rate - 1) <= received`. A model faster than real time goes at once."""
+
+    def __init__(self, speed: Speed, expected_seconds: float, started: float) -> None:
+        self._speed = speed
+        self._expected = expected_seconds
+        self._started = started
+
+    def over(self, received: float, now: float) -> bool:
+        """Whether the audio made so far (`received` seconds, at `now`) may be sent."""
+        elapsed = now - self._started
+        measured = received >= RATE_SAMPLE_SECONDS and elapsed > 0
+        rate = received / elapsed if measured else self._speed.rate
+        if rate >= 1.0:
+            return True
+        remaining = max(self._expected - received, 0.0) * HOLD_MARGIN
+        return remaining * (1.0 / rate - 1.0) <= received
+
+
 class _TextStream:
     """Text arriving in `synthesize-chunk`s, handed out as spoken sentences: each as it
     completes (one audio cycle each), or all of them at the end (one cycle, without
     `--streaming`). The text front end runs in a thread: a long chunk never holds the loop."""
 
-    def __init__(self, policy: TextPolicy, split_sentences: bool) -> None:
+    def __init__(self, policy: TextPolicy, split_sentences: bool, first_clause: bool) -> None:
         self._policy = policy
-        self._front_end = TextFrontEnd(policy) if split_sentences else None
+        self._first_clause = first_clause
+        self._front_end = TextFrontEnd(policy, first_clause) if split_sentences else None
         self._queue: asyncio.Queue[list[str] | None] = asyncio.Queue()
         self._parts: list[str] = []
         self.total_chars = 0
@@ -632,7 +712,9 @@ class _TextStream:
             for sentence in await asyncio.to_thread(self._front_end.finish):
                 self._queue.put_nowait([sentence])
         else:
-            sentences = await asyncio.to_thread(spoken_sentences, self.text, self._policy)
+            sentences = await asyncio.to_thread(
+                spoken_sentences, self.text, self._policy, self._first_clause
+            )
             if sentences:
                 self._queue.put_nowait(sentences)
         self._queue.put_nowait(None)

@@ -33,6 +33,12 @@ _LOGGER = logging.getLogger(__name__)
 
 DEFAULT_MEMORY_SHARE = 0.75
 """Default memory budget: this share of the machine's RAM (or of the container's limit)."""
+SAFE_RATE = 0.5
+"""What a model is taken to make, in seconds of audio a second, before it has been measured:
+slow enough that its first request is held rather than stalled (`handler`)."""
+SPOKEN_CHARS_PER_SECOND = 15.0
+"""People speak about 15 characters (letters and spaces) a second: a model's pace until
+measured."""
 IDLE_CHECK_SECONDS = 5.0
 """How often idle models are looked at when `--unload-after` is set (at most)."""
 CGROUP_MEMORY_LIMITS = (
@@ -53,6 +59,28 @@ def machine_memory_bytes() -> int:
     return physical
 
 
+@dataclass(frozen=True)
+class Speed:
+    """How fast a model speaks on this machine, as measured on its requests so far."""
+
+    rate: float = SAFE_RATE
+    """Seconds of audio it makes per second of wall time, first audio's wait included."""
+    seconds_per_char: float = 1 / SPOKEN_CHARS_PER_SECOND
+    """Seconds of audio per character of spoken text (its voices' pace)."""
+    measured: bool = False
+    """False: the safe estimates above, before any request of the model has been measured."""
+
+    def updated(self, chars: int, audio_seconds: float, seconds: float) -> "Speed":
+        """With one more request's figures, weighted as the previous ones together."""
+        if chars <= 0 or audio_seconds <= 0 or seconds <= 0:
+            return self
+        rate, per_char = audio_seconds / seconds, audio_seconds / chars
+        if self.measured:
+            rate = (rate + self.rate) / 2
+            per_char = (per_char + self.seconds_per_char) / 2
+        return Speed(rate, per_char, measured=True)
+
+
 @dataclass
 class _Slot:
     """One catalog model: its worker (if any) and who is using or waiting for it."""
@@ -71,6 +99,8 @@ class _Slot:
     holders: int = 0
     """Requests using or waiting for this model; such a model is never evicted."""
     last_used: float = 0.0
+    speed: Speed = field(default_factory=Speed)
+    """Kept when the model is unloaded: it is the machine's speed, not the worker's."""
 
     def counted_bytes(self) -> int:
         """Memory counted against the budget: while loading, the worker's resident memory or
@@ -150,6 +180,16 @@ class ModelRegistry:
     def budget_bytes(self) -> int:
         """Memory all loaded models may take together."""
         return self._budget
+
+    def speed(self, model: str) -> Speed:
+        """How fast `model` speaks on this machine (safe estimates until measured)."""
+        return self._slots[model].speed
+
+    def measured(self, model: str, chars: int, audio_seconds: float, seconds: float) -> None:
+        """One request of `model` made `audio_seconds` of audio from `chars` characters in
+        `seconds`, from the request to its last audio."""
+        slot = self._slots[model]
+        slot.speed = slot.speed.updated(chars, audio_seconds, seconds)
 
     def loaded_models(self) -> dict[str, int]:
         """Models loaded now (live workers), with the memory each is counted for (bytes)."""

@@ -17,6 +17,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -36,6 +37,9 @@ _LOGGER = logging.getLogger(__name__)
 EXIT_GRACE_SECONDS = 5.0
 """After the server is gone, how long the main thread may take to stop before the process exits
 anyway (a load in progress cannot be interrupted)."""
+TEST_RATE = float(os.environ.get("WYOMING_MULTITTS_TEST_RATE", "0"))
+"""For tests of what the server does with a slow model: when set, every model's audio comes no
+faster than this many seconds of audio per second (0: as fast as the engine makes it)."""
 SEE_THE_LOG = "the server log has the details"
 """Where an unforeseen failure's text goes instead of the client."""
 ROOM_WAIT_SECONDS = 0.1
@@ -183,9 +187,18 @@ class Worker:
     def _speak(self, engine: Engine, speak: channel.Speak) -> None:
         cancel = self._current.cancel
         voice = speak.voice
+        started, made = time.monotonic(), 0
         try:
             with context(f"voice {voice.name}"):
                 for audio in self._engine_audio(engine, speak, cancel):
+                    made += audio.size
+                    if TEST_RATE:  # a slow engine, for tests: audio no faster than TEST_RATE
+                        time.sleep(
+                            max(
+                                0.0,
+                                started + made / engine.sample_rate / TEST_RATE - time.monotonic(),
+                            )
+                        )
                     self._current.wait_for_room(audio.size, speak.max_ahead_samples)
                     if cancel.is_set():
                         break

@@ -1,0 +1,157 @@
+"""Voice satellites, against the real server and tiny models: the first clause of a streamed
+answer is spoken before its sentence has arrived, and a listener that plays the audio at real
+time from its first chunk (as a satellite does) never runs dry inside a piece: a model slower
+than real time is held (`WYOMING_MULTITTS_TEST_RATE` makes the worker that slow), a fast one is
+not."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from wyoming.audio import AudioChunk
+from wyoming.tts import (
+    Synthesize,
+    SynthesizeChunk,
+    SynthesizeStart,
+    SynthesizeStop,
+    SynthesizeVoice,
+)
+
+from .conftest import RunningServer, read_event, read_until, start_server
+
+VOICE = "tiny-qwen3-ryan"
+TEXT = (
+    "I checked the weather for you, and it will be sunny and warm tomorrow afternoon. "
+    "In the evening some clouds come in from the west, and there may be a little rain at night."
+)
+SLOW_RATE = 0.5
+"""Seconds of audio a second the slow worker makes: half real time."""
+
+
+@dataclass
+class Cycle:
+    """One audio cycle as a listener playing at real time from its first chunk hears it."""
+
+    first_audio: float | None = None
+    playing_until: float = 0.0
+    stalls: list[float] = field(default_factory=list)
+
+    def heard(self, arrived: float, seconds: float) -> None:
+        if self.first_audio is None:
+            self.first_audio = self.playing_until = arrived
+        elif arrived > self.playing_until:
+            self.stalls.append(arrived - self.playing_until)
+            self.playing_until = arrived
+        self.playing_until += seconds
+
+
+async def listen(client: object, last_type: str) -> list[Cycle]:
+    """The cycles of one request, read as they come, up to `last_type`."""
+    cycles: list[Cycle] = []
+    while True:
+        event = await read_event(client, timeout=120)  # type: ignore[arg-type]
+        assert event is not None and event.type != "error", event
+        if event.type == "audio-start":
+            cycles.append(Cycle())
+        elif AudioChunk.is_type(event.type):
+            chunk = AudioChunk.from_event(event)
+            cycles[-1].heard(time.monotonic(), len(chunk.audio) / (2 * chunk.rate))
+        if event.type == last_type:
+            return cycles
+
+
+async def speak_streamed(server: RunningServer, text: str) -> list[Cycle]:
+    """Home Assistant's sequence, the text in chunks as an LLM writes it (5 words a chunk)."""
+    async with server.client() as client:
+        await client.write_event(SynthesizeStart(voice=SynthesizeVoice(VOICE)).event())
+        words = text.split(" ")
+        for start in range(0, len(words), 5):
+            chunk = " ".join(words[start : start + 5]) + " "
+            await client.write_event(SynthesizeChunk(text=chunk).event())
+        await client.write_event(Synthesize(text=text, voice=SynthesizeVoice(VOICE)).event())
+        await client.write_event(SynthesizeStop().event())
+        return await listen(client, "synthesize-stopped")
+
+
+async def warm_up(server: RunningServer) -> None:
+    """Load the model and measure its speed (two requests: the first starts from the safe
+    estimate)."""
+    for _ in range(2):
+        async with server.client() as client:
+            await client.write_event(Synthesize(text=TEXT, voice=SynthesizeVoice(VOICE)).event())
+            assert (await read_until(client, "audio-stop"))[-1].type == "audio-stop"
+
+
+@pytest.fixture
+def slow_server(
+    tiny_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[RunningServer]:
+    monkeypatch.setenv("WYOMING_MULTITTS_TEST_RATE", str(SLOW_RATE))
+    server = start_server(tiny_models / "voices.yaml", tmp_path)
+    yield server
+    server.stop()
+
+
+async def test_the_first_clause_is_spoken_before_its_sentence_has_arrived(
+    tiny_models: Path, tmp_path: Path
+) -> None:
+    server = start_server(tiny_models / "voices.yaml", tmp_path)
+    try:
+        await warm_up(server)
+        async with server.client() as client:
+            await client.write_event(SynthesizeStart(voice=SynthesizeVoice(VOICE)).event())
+            await client.write_event(
+                SynthesizeChunk(text="I checked the weather for you, and").event()
+            )
+            await client.write_event(SynthesizeChunk(text=" it").event())
+            # nothing more is sent until audio comes: the sentence is not complete
+            first, second = [await read_event(client, timeout=60) for _ in range(2)]
+            assert first is not None and first.type == "audio-start"
+            assert second is not None and AudioChunk.is_type(second.type)
+            await client.write_event(SynthesizeChunk(text=" will be sunny.").event())
+            await client.write_event(SynthesizeStop().event())
+            events = await read_until(client, "synthesize-stopped")
+        assert [e.type for e in events].count("audio-start") == 1  # the rest of the sentence
+    finally:
+        server.stop()
+
+
+async def test_a_slow_model_is_held_and_never_runs_dry_inside_a_piece(
+    slow_server: RunningServer,
+) -> None:
+    await warm_up(slow_server)
+    cycles = await speak_streamed(slow_server, TEXT)
+    assert len(cycles) >= 2
+    assert all(not cycle.stalls for cycle in cycles), [cycle.stalls for cycle in cycles]
+    assert "Held the first" in slow_server.log()
+
+
+async def test_without_the_hold_a_slow_model_runs_dry(
+    tiny_models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same slow model with --no-hold-audio: the listener runs dry (what the hold saves)."""
+    monkeypatch.setenv("WYOMING_MULTITTS_TEST_RATE", str(SLOW_RATE))
+    server = start_server(tiny_models / "voices.yaml", tmp_path, "--no-hold-audio")
+    try:
+        await warm_up(server)
+        cycles = await speak_streamed(server, TEXT)
+        assert sum(len(cycle.stalls) for cycle in cycles) > 0
+        assert "Held the first" not in server.log()
+    finally:
+        server.stop()
+
+
+async def test_a_fast_model_is_not_held(tiny_models: Path, tmp_path: Path) -> None:
+    server = start_server(tiny_models / "voices.yaml", tmp_path)
+    try:
+        await warm_up(server)
+        cycles = await speak_streamed(server, TEXT)
+        assert all(not cycle.stalls for cycle in cycles)
+        log = server.log()
+        assert "Held the first" not in log[log.index("Spoke") :]  # after the first, measured
+    finally:
+        server.stop()
