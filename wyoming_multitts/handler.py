@@ -56,6 +56,9 @@ MAX_DATA_BYTES = 1024 * 1024
 """Largest event data block accepted; text beyond `--max-text-chars` is refused anyway."""
 RATE_SAMPLE_SECONDS = 0.5
 """Audio a cycle must have made before its own rate replaces the model's measured one."""
+MAX_HELD_SECONDS = 30.0
+"""Audio a request may hold at most (2.9 MB at 24 kHz): a long text on a slow model is released
+after that much rather than held whole in the server's memory."""
 HOLD_MARGIN = 1.25
 """The audio still to come is taken as this much more than the text suggests (a voice may speak
 slower than its average), so that a held cycle does not run dry near its end."""
@@ -671,6 +674,8 @@ class _Hold:
 
     def over(self, received: float, now: float) -> bool:
         """Whether the audio made so far (`received` seconds, at `now`) may be sent."""
+        if received >= MAX_HELD_SECONDS:
+            return True
         elapsed = now - self._started
         measured = received >= RATE_SAMPLE_SECONDS and elapsed > 0
         rate = received / elapsed if measured else self._speed.rate
