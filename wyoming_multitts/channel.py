@@ -128,6 +128,8 @@ class Audio:
 
     request_id: int
     samples: np.ndarray
+    piece: int = 0
+    """Which of `Speak.pieces` they are of (the server holds a slow model's audio per piece)."""
 
 
 @dataclass(frozen=True)

@@ -476,30 +476,37 @@ class SynthesisHandler(AsyncEventHandler):
                 AudioStart(rate=rate, width=PCM_WIDTH, channels=PCM_CHANNELS).event()
             )
             ahead = int(self._settings.max_audio_ahead * rate)
-            chars = sum(len(piece) for piece in pieces)
             speed = self._registry.speed(spec.model)
-            hold = _Hold(speed, chars * speed.seconds_per_char, begun)
-            held: list[np.ndarray] | None = []
+            hold: _Hold | None = None
+            current = -1  # the text piece whose audio comes now
             async with worker.speak(pieces, voice, ahead) as audio:
-                async for piece in audio:
-                    audio_samples += piece.size
+                async for part in audio:
+                    samples = part.samples
+                    audio_samples += samples.size
+                    if part.piece != current:  # a text piece begins: what is held is whole
+                        if hold is not None:
+                            await self._write_held(rate, hold, chunker, pace, voice.name)
+                        current = part.piece
+                        expected = len(pieces[current]) * speed.seconds_per_char
+                        settings = self._settings
+                        hold = _Hold(speed, expected, last_audio) if settings.hold_audio else None
                     last_audio = time.monotonic()
-                    if self._settings.hold_audio and held is not None:
-                        held.append(piece)
-                        audio.taken(piece.size)  # held here: the model goes on meanwhile
-                        if not hold.over(audio_samples / rate, last_audio):
+                    if hold is not None:
+                        audio.taken(samples.size)  # held here: the model goes on meanwhile
+                        if not hold.add(samples, rate, last_audio):
                             continue
-                        await self._write_held(rate, held, chunker, pace, voice.name)
-                        held = None
+                        await self._write_held(rate, hold, chunker, pace, voice.name)
+                        hold = None
                         continue
-                    for chunk in chunker.add(to_pcm16(piece)):
+                    for chunk in chunker.add(to_pcm16(samples)):
                         await self._write_chunk(rate, chunk, pace)
-                    audio.taken(piece.size)
-        if held:
-            await self._write_held(rate, held, chunker, pace, voice.name)
+                    audio.taken(samples.size)
+        if hold is not None:
+            await self._write_held(rate, hold, chunker, pace, voice.name)
         tail = chunker.flush()
         if tail:
             await self._write_chunk(rate, tail, pace)
+        chars = sum(len(piece) for piece in pieces)
         self._registry.measured(spec.model, chars, audio_samples / rate, last_audio - begun)
         await self.write_event(AudioStop().event())
         _LOGGER.info(
@@ -521,24 +528,19 @@ class SynthesisHandler(AsyncEventHandler):
         pace.wrote(time.monotonic() - started, seconds)
 
     async def _write_held(
-        self,
-        rate: int,
-        held: list[np.ndarray],
-        chunker: PcmChunker,
-        pace: "_ClientPace",
-        voice: str,
+        self, rate: int, hold: "_Hold", chunker: PcmChunker, pace: "_ClientPace", voice: str
     ) -> None:
-        """Send the audio held so far, now that the rest can follow in time."""
-        if len(held) > 1:  # not released at its first audio: it was held
-            seconds = sum(piece.size for piece in held) / rate
+        """Send the audio `hold` holds, now that the rest of its piece can follow in time (or
+        is all there)."""
+        if len(hold.held) > 1:  # not released at its first audio: it was held
             _LOGGER.info(
-                "Held the first %.2f s of audio of voice %s: its model is slower than real "
+                "Held the first %.2f s of a piece of voice %s: its model is slower than real "
                 "time (--no-hold-audio sends it at once)",
-                seconds,
+                hold.made,
                 voice,
             )
-        for piece in held:
-            for chunk in chunker.add(to_pcm16(piece)):
+        for samples in hold.held:
+            for chunk in chunker.add(to_pcm16(samples)):
                 await self._write_chunk(rate, chunk, pace)
 
     def _drop(self, stalled: ClientStalledError) -> None:
@@ -661,19 +663,28 @@ class _ClientPace:
 
 
 class _Hold:
-    """When a cycle's first audio may go out: once the rest of the cycle can follow without the
-    listener running dry. The model makes `rate` seconds of audio a second; with `received`
-    seconds made and `remaining` still to come, playing from now takes `received + remaining`
+    """The first audio of one text piece, held until the rest of the piece can follow without
+    the listener running dry. The model makes `rate` seconds of audio a second; with `made`
+    seconds made and `remaining` still to come, playing from now takes `made + remaining`
     seconds and making the rest `remaining / rate`: it keeps up when
-    `remaining * (1 / rate - 1) <= received`. A model faster than real time goes at once."""
+    `remaining * (1 / rate - 1) <= made`. A model faster than real time goes at once. A pause
+    then falls between pieces, never inside one."""
 
     def __init__(self, speed: Speed, expected_seconds: float, started: float) -> None:
         self._speed = speed
         self._expected = expected_seconds
         self._started = started
+        self.held: list[np.ndarray] = []
+        self.made = 0.0
+        """Seconds of audio of the piece made so far."""
 
-    def over(self, received: float, now: float) -> bool:
-        """Whether the audio made so far (`received` seconds, at `now`) may be sent."""
+    def add(self, samples: np.ndarray, sample_rate: int, now: float) -> bool:
+        """Hold `samples`, which came at `now`; whether what is held may go out now."""
+        self.held.append(samples)
+        self.made += samples.size / sample_rate
+        return self._over(self.made, now)
+
+    def _over(self, received: float, now: float) -> bool:
         if received >= MAX_HELD_SECONDS:
             return True
         elapsed = now - self._started

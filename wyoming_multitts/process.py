@@ -17,8 +17,6 @@ import signal
 import sys
 from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
-import numpy as np
-
 from . import channel
 from .engines.base import VoiceSettings
 from .errors import (
@@ -287,8 +285,9 @@ class SpeechStream:
     def __aiter__(self) -> "SpeechStream":
         return self
 
-    async def __anext__(self) -> np.ndarray:
-        """The next float32 audio piece; raises the worker's failure or death."""
+    async def __anext__(self) -> channel.Audio:
+        """The next float32 audio piece (and the text piece it is of); raises the worker's
+        failure or death."""
         if self.ended:
             raise StopAsyncIteration
         try:
@@ -297,7 +296,7 @@ class SpeechStream:
             self.ended = True
             raise
         if isinstance(reply, channel.Audio) and reply.request_id == self.request_id:
-            return reply.samples
+            return reply
         self.ended = isinstance(reply, (channel.Finished, channel.Failed))
         if isinstance(reply, channel.Finished):
             self._worker.gpu_bytes = reply.gpu_bytes

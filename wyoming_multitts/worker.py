@@ -171,12 +171,13 @@ class Worker:
 
     def _engine_audio(
         self, engine: Engine, speak: channel.Speak, cancel: threading.Event
-    ) -> Iterator[np.ndarray]:
-        """Every audio piece of every text piece, stopping at `cancel`; each piece's figures
-        go to the log and to `--stats-file`."""
-        for piece in speak.pieces:
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """Every audio piece of every text piece, with the text piece's index, stopping at
+        `cancel`; each text piece's figures go to the log and to `--stats-file`."""
+        for index, piece in enumerate(speak.pieces):
             stats = PieceStats(speak.voice.name)
-            yield from engine.synthesize(piece, speak.voice, cancel, stats)
+            for audio in engine.synthesize(piece, speak.voice, cancel, stats):
+                yield index, audio
             if cancel.is_set():
                 return
             _LOGGER.info("%s", stats.log_line())
@@ -190,7 +191,7 @@ class Worker:
         started, made = time.monotonic(), 0
         try:
             with context(f"voice {voice.name}"):
-                for audio in self._engine_audio(engine, speak, cancel):
+                for piece, audio in self._engine_audio(engine, speak, cancel):
                     made += audio.size
                     if TEST_RATE:  # a slow engine, for tests: audio no faster than TEST_RATE
                         time.sleep(
@@ -202,7 +203,7 @@ class Worker:
                     self._current.wait_for_room(audio.size, speak.max_ahead_samples)
                     if cancel.is_set():
                         break
-                    self.send(channel.Audio(speak.request_id, audio))
+                    self.send(channel.Audio(speak.request_id, audio, piece))
             reply: object = channel.Finished(speak.request_id, cancel.is_set(), gpu_bytes())
         except VoiceError as err:
             reply = channel.Failed(speak.request_id, err.code, str(err))
