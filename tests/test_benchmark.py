@@ -12,9 +12,12 @@ import subprocess
 from pathlib import Path
 
 import yaml
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.event import Event
 
 from tools.bench.client import RequestTiming
 from tools.bench.models import _complete
+from tools.bench.satellite import Heard
 from tools.modelgen.__main__ import model_names
 from wyoming_multitts.catalog import load_catalog
 
@@ -150,3 +153,29 @@ def test_a_request_without_audio_is_reported_not_fatal() -> None:
     infinite RTF and first audio at the end, and the other rows are still reported."""
     timing = RequestTiming(ttfa_s=3.0, total_s=3.0, audio_s=0.0)
     assert timing.rtf == math.inf
+
+
+def test_the_satellite_listener_tells_stalls_in_a_piece_from_pauses_between() -> None:
+    """`script/benchmark --satellite` plays each chunk at real time from the first one: a chunk
+    that comes after the audio before it has played out is a stall, inside a cycle or between
+    two (the pause the hold moves there)."""
+    rate = 1000
+
+    def chunk(seconds: float) -> Event:
+        return AudioChunk(
+            rate=rate, width=2, channels=1, audio=bytes(int(2 * rate * seconds))
+        ).event()
+
+    heard = Heard(sent=0.0)
+    for event, arrived in [
+        (AudioStart(rate=rate, width=2, channels=1).event(), 0.5),
+        (chunk(1.0), 1.0),  # plays 1.0-2.0
+        (chunk(1.0), 1.5),  # in time: 2.0-3.0
+        (chunk(1.0), 3.5),  # 0.5 s dry inside the piece
+        (AudioStop().event(), 3.6),
+        (AudioStart(rate=rate, width=2, channels=1).event(), 3.7),
+        (chunk(1.0), 5.0),  # 0.5 s between pieces (the last played until 4.5)
+    ]:
+        heard.event(event, arrived)
+    assert heard.first_audio == 1.0
+    assert heard.in_piece == [0.5] and heard.between == [0.5]

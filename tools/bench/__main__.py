@@ -3,7 +3,8 @@
 [--option NAME=VALUE]… [--device DEVICE] [--json FILE]`, or
 `script/benchmark --text-front-end [--runs N]` (tools/bench/text.py), or
 `script/benchmark --create-speaker [--runs N]` (tools/bench/speaker.py), or
-`script/benchmark --kernels [--runs N]` (tools/bench/kernels.py).
+`script/benchmark --kernels [--runs N]` (tools/bench/kernels.py), or
+`script/benchmark --satellite [--full-size] [--engine NAME]… [--runs N]` (tools/bench/satellite.py).
 
 Run order: models; the server and, per model, a warm-up request (it loads the model); the raw
 ceiling worker; then `--runs` rounds of every voice × mode on a fresh connection followed by one
@@ -30,7 +31,7 @@ import yaml
 
 from wyoming_multitts.__main__ import configure_thread_pools, request_huge_pages
 
-from . import kernels, speaker
+from . import kernels, satellite, speaker
 from . import text as text_front_end
 from .ceiling_process import CeilingProcess
 from .client import MODES, PLAIN, timed_request
@@ -336,6 +337,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if argv[:1] == ["--create-speaker"]:
         speaker.main(argv[1:])
+        return
+    if argv[:1] == ["--satellite"]:
+        satellite.main(argv[1:])
         return
     settings = parse_settings(argv)
     logging.basicConfig(
