@@ -15,7 +15,8 @@ One model load, then any number of requests, one at a time:
                                                                 converting files (first load)
                                  ←       Loaded(rate, …)  or  Failed(None, …)
     Speak(id, pieces, voice, …)  →
-    Taken(id, samples) …         →  ←    Audio(id, samples) …  at most `max_ahead` samples untaken
+    Taken(id, samples) …         →  ←    Audio(id, samples, piece) …  at most `max_ahead`
+                                                                samples untaken
     Cancel(id)                   →
                                  ←       Finished(id, …)  or  Failed(id, …)
 
