@@ -54,19 +54,19 @@ MAX_HEADER_BYTES = 64 * 1024
 """Longest event header line we read (asyncio's default stream limit)."""
 MAX_DATA_BYTES = 1024 * 1024
 """Largest event data block accepted; text beyond `--max-text-chars` is refused anyway."""
-RATE_SAMPLE_SECONDS = 0.5
-"""Audio a cycle must have made before its own rate replaces the model's measured one."""
-FIRST_CLAUSE_MIN_RATE = 0.5
-"""A model this fast or faster (seconds of audio a second) starts on a request's first clause.
-Slower, the rest of the sentence would follow the clause after a long pause; faster, even one
-slower than real time (Qwen3-TTS 0.6B makes 0.7 on 2 cores) gets its first audio out a second or
-more sooner, the hold keeping the pause between the pieces."""
+FIRST_CLAUSE_MIN_RATE = 0.25
+"""A model this fast or faster (seconds of audio a second) starts on a request's first clause:
+even one slower than real time (Qwen3-TTS 0.6B makes about 0.5 on 2 Zen 4 cores) gets its first
+audio out seconds sooner than with the whole first sentence, the hold keeping the pause after
+it between the pieces. Slower (Orpheus 3B on 2 cores, 0.2), the pause after a short clause
+would be as long as the sentence: it speaks the first sentence whole."""
 MAX_HELD_SECONDS = 30.0
 """Audio a request may hold at most (2.9 MB at 24 kHz): a long text on a slow model is released
 after that much rather than held whole in the server's memory."""
 HOLD_MARGIN = 1.25
-"""The audio still to come is taken as this much more than the text suggests (a voice may speak
-slower than its average), so that a held cycle does not run dry near its end."""
+"""A piece is taken to need this much longer to make than its text and the model's measured
+speed suggest (a voice may speak slower than its average), so that it does not run dry near
+its end."""
 
 
 class RequestError(ValueError):
@@ -668,17 +668,17 @@ class _ClientPace:
 
 
 class _Hold:
-    """The first audio of one text piece, held until the rest of the piece can follow without
-    the listener running dry. The model makes `rate` seconds of audio a second; with `made`
-    seconds made and `remaining` still to come, playing from now takes `made + remaining`
-    seconds and making the rest `remaining / rate`: it keeps up when
-    `remaining * (1 / rate - 1) <= made`. A model faster than real time goes at once. A pause
-    then falls between pieces, never inside one."""
+    """The first audio of one text piece, held until the rest of the piece will have come
+    before the listener runs dry. Engines hand out audio in bursts (a codec window, a whole
+    sentence's tail), so what counts is when the last of the piece comes: at `rate` seconds of
+    audio a second, a piece of `expected` seconds is all made `expected / rate` after it began;
+    what is held goes out once playing it lasts until then. A model faster than real time goes
+    at once. A pause then falls between pieces, never inside one."""
 
     def __init__(self, speed: Speed, expected_seconds: float, started: float) -> None:
-        self._speed = speed
-        self._expected = expected_seconds
-        self._started = started
+        self._all_made_at = (
+            started + expected_seconds * HOLD_MARGIN / speed.rate if speed.rate < 1.0 else started
+        )
         self.held: list[np.ndarray] = []
         self.made = 0.0
         """Seconds of audio of the piece made so far."""
@@ -687,18 +687,7 @@ class _Hold:
         """Hold `samples`, which came at `now`; whether what is held may go out now."""
         self.held.append(samples)
         self.made += samples.size / sample_rate
-        return self._over(self.made, now)
-
-    def _over(self, received: float, now: float) -> bool:
-        if received >= MAX_HELD_SECONDS:
-            return True
-        elapsed = now - self._started
-        measured = received >= RATE_SAMPLE_SECONDS and elapsed > 0
-        rate = received / elapsed if measured else self._speed.rate
-        if rate >= 1.0:
-            return True
-        remaining = max(self._expected - received, 0.0) * HOLD_MARGIN
-        return remaining * (1.0 / rate - 1.0) <= received
+        return self.made >= MAX_HELD_SECONDS or now + self.made >= self._all_made_at
 
 
 class _TextStream:
