@@ -36,6 +36,7 @@ ENGLISH_SPEAKERS = ("tara", "leah", "jess", "leo", "dan", "mia", "zac", "zoe")
 """The Orpheus README's voices, in its order (tara first: the default)."""
 QWEN3_REPOS = {
     "qwen3tts-0.6b-customvoice": "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice",
+    "qwen3tts-0.6b-customvoice-q4": "Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice",
     "qwen3tts-1.7b-customvoice": "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice",
     "qwen3tts-0.6b-base": "Qwen/Qwen3-TTS-12Hz-0.6B-Base",
     "qwen3tts-1.7b-base": "Qwen/Qwen3-TTS-12Hz-1.7B-Base",
@@ -212,6 +213,10 @@ def test_shipped_catalog_qwen3tts_models_and_speakers(shipped: Catalog) -> None:
         voices = [v for v in shipped.voices.values() if v.model == name]
         if name.endswith("-base"):  # cloning: no reference audio is shipped, so no voices
             assert voices == [], name
+            continue
+        if name.endswith("-q4"):  # 4 bits: the one voice that keeps up on a CPU, its default
+            assert [v.name for v in voices] == [shipped.cpu_voice]
+            assert model.options == {"matrix_type": "q4_k"}
             continue
         assert sorted(v.speaker or "" for v in voices) == sorted(QWEN3_NATIVE)
         for voice in voices:
@@ -397,11 +402,12 @@ def test_with_default_voice_moves_the_voice_first(shipped: Catalog) -> None:
 
 def test_without_a_gpu_the_default_is_a_voice_that_keeps_up_on_a_cpu(shipped: Catalog) -> None:
     """Orpheus (the first voice) runs about 4.5x slower than real time on 2 cores: a request
-    naming no voice gets the catalog's cpu_voice there, Qwen3-TTS 0.6B."""
+    naming no voice gets the catalog's cpu_voice there, Qwen3-TTS 0.6B in 4 bits."""
     assert shipped.for_machine(has_gpu=True).default_voice.name == "orpheus-tara"
     on_cpu = shipped.for_machine(has_gpu=False)
-    assert on_cpu.default_voice.name == shipped.cpu_voice == "qwen3-0b6-ryan"
-    assert shipped.models[on_cpu.default_voice.model].engine == "qwen3tts"
+    assert on_cpu.default_voice.name == shipped.cpu_voice == "qwen3-0b6-ryan-fast"
+    model = shipped.models[on_cpu.default_voice.model]
+    assert model.engine == "qwen3tts" and model.options["matrix_type"] == "q4_k"
     assert set(on_cpu.voices) == set(shipped.voices)
 
 
