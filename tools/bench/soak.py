@@ -72,6 +72,8 @@ VANISHING = "vanishing"
 SILENT = "silent"
 STORM = "describe-storm"
 MALFORMED = "malformed"
+EVERY_MODEL = "every-model"
+TRICKLE = "trickle-reader"
 FINAL = "final-check"
 WARMUP = "warm-up"
 KIND_MEANINGS = {
@@ -81,12 +83,16 @@ KIND_MEANINGS = {
     SLOW: "served in full (plain or streaming) while reading slowly through a small buffer",
     VANISHING: "left mid-request (nothing read, or just audio-start)",
     SILENT: "never read (plain or streaming): dropped by the server (--client-timeout)",
+    TRICKLE: "read 1 KiB/s (a fiftieth of real time): ended by the server (--min-client-rate), "
+    "or served where the model is slower still",
+    EVERY_MODEL: "a plain request to every model at once: each served, or refused while the "
+    "server is full",
     STORM: "every describe of the storm answered",
     MALFORMED: "the expected error code, then a close",
     FINAL: "the voice still speaks after the soak",
 }
 """Every kind, in report order, and what an `ok` run of it means."""
-VOICE_KINDS = (WARMUP, PLAIN, STREAMING, SLOW, VANISHING, SILENT, FINAL)
+VOICE_KINDS = (WARMUP, PLAIN, STREAMING, SLOW, VANISHING, SILENT, TRICKLE, FINAL)
 """Kinds that speak with a voice (reported by engine)."""
 ROTATION = (
     PLAIN,
@@ -101,6 +107,8 @@ ROTATION = (
     PLAIN,
     MALFORMED,
     SLOW,
+    EVERY_MODEL,
+    TRICKLE,
 )
 """What a client slot runs, in turn (silent clients have their own slot); client k starts
 k/K of the way round so that even a short run covers every kind."""
@@ -112,7 +120,7 @@ a refusal or an error), and the reset may overtake its error event; so resets co
 when the server refused anything, and as failures when it did not."""
 UNEXPECTED = "unexpected"
 OUTCOMES = (OK, REFUSED, RESET, UNEXPECTED)
-LOAD_REFUSALS = frozenset({"model-busy", "server-busy"})
+LOAD_REFUSALS = frozenset({"model-busy", "server-busy", "model-too-large"})
 """Error codes that refuse a valid request because the server is full: expected under load."""
 
 AUDIO_START, AUDIO_CHUNK, AUDIO_STOP = "audio-start", "audio-chunk", "audio-stop"
@@ -130,6 +138,8 @@ MAX_EVENTS = 100_000
 """Bound on the events read for one request (an hour of audio in 1024-sample chunks is 85,000)."""
 SERVER_CLIENT_TIMEOUT = 60.0
 """The server's default `--client-timeout`, used unless server arguments set another."""
+SERVER_CLIENT_RATE_GRACE = 10.0
+"""The server's default `--client-rate-grace`, used unless server arguments set another."""
 SERVER_MAX_CONNECTIONS = 64
 """The server's default `--max-connections`, used unless server arguments set another."""
 EXTRA_CONNECTIONS = 10
@@ -150,6 +160,12 @@ SLOW_READ_BYTES = 2048
 SLOW_READ_PAUSE = 0.1
 """A slow reader takes 2 KiB every 0.1 s: 20 KB/s, under half real time at 24 kHz 16-bit."""
 FAST_READ_BYTES = 65536
+TRICKLE_READ_BYTES = 1024
+TRICKLE_PAUSE = 1.0
+"""A trickle reader takes 1 KiB a second: a fiftieth of real time at 24 kHz."""
+TRICKLE_GRACE = 60.0
+"""Seconds past `--client-rate-grace` of reading slower than the server writes within which the
+server must have ended a trickle reader."""
 VANISH_WAIT = 10.0
 """Seconds a vanishing client waits for `audio-start` before it leaves anyway."""
 SILENT_SENTENCES = 40
@@ -269,6 +285,8 @@ class SoakSettings:
     server_args: tuple[str, ...]
     client_timeout: float
     """The server's `--client-timeout`, read from `server_args`."""
+    client_rate_grace: float = SERVER_CLIENT_RATE_GRACE
+    """The server's `--client-rate-grace`, read from `server_args`."""
 
     @property
     def event_timeout(self) -> float:
@@ -324,14 +342,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def server_limits(server_args: Sequence[str]) -> tuple[float, int]:
-    """The `--client-timeout` and `--max-connections` the server will use (its defaults unless
-    `server_args` set them)."""
+def server_limits(server_args: Sequence[str]) -> tuple[float, int, float]:
+    """The `--client-timeout`, `--max-connections` and `--client-rate-grace` the server will
+    use (its defaults unless `server_args` set them)."""
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--client-timeout", type=float, default=SERVER_CLIENT_TIMEOUT)
     parser.add_argument("--max-connections", type=int, default=SERVER_MAX_CONNECTIONS)
+    parser.add_argument("--client-rate-grace", type=float, default=SERVER_CLIENT_RATE_GRACE)
     known, _ = parser.parse_known_args(list(server_args))
-    return float(known.client_timeout), int(known.max_connections)
+    return float(known.client_timeout), int(known.max_connections), known.client_rate_grace
 
 
 def parse_settings(argv: Sequence[str] | None) -> SoakSettings:
@@ -347,7 +366,7 @@ def parse_settings(argv: Sequence[str] | None) -> SoakSettings:
         parser.error("--minutes must be above 0 and --clients at least 1")
     if parsed.voices is not None and parsed.models is not None:
         parser.error("--voices and --models exclude each other")
-    client_timeout, max_connections = server_limits(server_args)
+    client_timeout, max_connections, client_rate_grace = server_limits(server_args)
     if not client_timeout > 0:
         parser.error("the server's --client-timeout must be above 0")
     if parsed.clients + STORM_SIZE + EXTRA_CONNECTIONS > max_connections:
@@ -369,6 +388,7 @@ def parse_settings(argv: Sequence[str] | None) -> SoakSettings:
         seed=parsed.seed,
         server_args=tuple(server_args),
         client_timeout=client_timeout,
+        client_rate_grace=client_rate_grace,
     )
 
 
@@ -606,6 +626,7 @@ class RawClient:
         self.sock = sock
         self.events = asyncio.StreamReader()
         self._pump: asyncio.Task[None] | None = None
+        self._read_size, self._read_pause = FAST_READ_BYTES, 0.0
 
     @classmethod
     async def connect(cls, port: int, rcvbuf: int | None = None) -> "RawClient":
@@ -633,16 +654,19 @@ class RawClient:
             await asyncio.get_running_loop().sock_sendall(self.sock, data)
 
     def start_reading(self, size: int = FAST_READ_BYTES, pause: float = 0.0) -> None:
-        """Read `size` bytes at most every `pause` seconds from now on, until the end."""
-        self._pump = asyncio.create_task(self._read_loop(size, pause))
+        """Read `size` bytes at most every `pause` seconds from now on, until the end (called
+        again: at the new pace from the next read)."""
+        self._read_size, self._read_pause = size, pause
+        if self._pump is None:
+            self._pump = asyncio.create_task(self._read_loop())
 
-    async def _read_loop(self, size: int, pause: float) -> None:
+    async def _read_loop(self) -> None:
         loop = asyncio.get_running_loop()
         try:
-            while data := await loop.sock_recv(self.sock, size):
+            while data := await loop.sock_recv(self.sock, self._read_size):
                 self.events.feed_data(data)
-                if pause:
-                    await asyncio.sleep(pause)
+                if self._read_pause:
+                    await asyncio.sleep(self._read_pause)
         except OSError as err:
             self.events.set_exception(err)
             return
@@ -743,6 +767,8 @@ class Soak:
             kind = ROTATION[(offset + turn) % len(ROTATION)]
             if kind == STORM:
                 await self._one_run(STORM, None, self._storm)
+            elif kind == EVERY_MODEL:
+                await self._one_run(EVERY_MODEL, None, self._every_model)
             elif kind == MALFORMED:
                 await self._one_run(MALFORMED, None, self._malformed)
             else:
@@ -751,6 +777,7 @@ class Soak:
                     PLAIN: self._plain,
                     STREAMING: self._streaming,
                     SLOW: self._slow_reader,
+                    TRICKLE: self._trickle,
                     VANISHING: self._vanishing,
                 }[kind]
                 await self._one_run(kind, voice, action)
@@ -896,6 +923,44 @@ class Soak:
             return await self._read_request(client, streaming)
         finally:
             await client.close()
+
+    async def _trickle(self, voice: SoakVoice) -> tuple[str, str | None]:
+        """A long plain request read TRICKLE_READ_BYTES a second through a small buffer for
+        `--client-timeout` + `--client-rate-grace` + TRICKLE_GRACE seconds (the request may
+        queue first, and the kernel's socket buffers hide a slow reader from the server until
+        they are full), then read at full speed: the server must have ended the request
+        (`client-too-slow`, or a reset), or, where the model is slower than the reader (tiny
+        Bark makes a few KB a second), go on serving it. `tests/test_workers.py` shows the
+        server ending a 1 KiB/s reader once the buffers are full; this checks that nothing
+        breaks around it."""
+        text = " ".join(SENTENCES[i % len(SENTENCES)] for i in range(SILENT_SENTENCES))
+        client = await RawClient.connect(self._server.port, SLOW_RCVBUF)
+        try:
+            await client.send(self._request_bytes(voice, text, False))
+            if not await self._server_accepts(client):
+                return REFUSED, None
+            client.start_reading(TRICKLE_READ_BYTES, TRICKLE_PAUSE)
+            settings = self._settings
+            await asyncio.sleep(
+                settings.client_timeout + settings.client_rate_grace + TRICKLE_GRACE
+            )
+            client.start_reading()  # now at full speed
+            for _ in range(MAX_EVENTS):
+                event = await client.read_event(settings.event_timeout)
+                if event is None or event.type == AUDIO_STOP:  # ended, or all written
+                    return OK, None
+                if Error.is_type(event.type):
+                    code = Error.from_event(event).code
+                    return (OK, None) if code == "client-too-slow" else self._error_outcome(event)
+            return UNEXPECTED, f"over {MAX_EVENTS} events"
+        finally:
+            await client.close(reset=True)
+
+    async def _every_model(self) -> tuple[str, str | None]:
+        """A plain request to one voice of every model, all at once: first loads, evictions and
+        refusals meet. The worst outcome of them counts."""
+        results = await asyncio.gather(*(self._plain(voice) for voice in self._voices))
+        return max(results, key=lambda result: OUTCOMES.index(result[0]))
 
     async def _vanishing(self, voice: SoakVoice) -> tuple[str, str | None]:
         """A request, then gone without a word, in turn: plain, reading nothing; plain, after
