@@ -39,6 +39,8 @@ from .conftest import (
 
 LONG_TEXT = " ".join(f"Sentence number {i} is quite long indeed." for i in range(40))
 """About 40 pieces: far more audio than a socket buffer holds."""
+MAX_ERROR_CHARS = 300
+"""The longest error text a client gets (Home Assistant shows it in one line)."""
 SMALL_RECEIVE_BUFFER = 4096
 """A slow or silent client's receive buffer (bytes)."""
 
@@ -479,7 +481,12 @@ async def test_describe_stays_fast_while_streamed_text_floods_in(
         (b'{"type": "synthesize", "data": {"text": "' + b"1" * 19000 + b'"}}\n', "speech-too-long"),
         (b'{"type": "describe", "data_length": false}\n', "malformed-event"),
         (b'{"type": "describe", "data": []}\n', "malformed-event"),
-    ],
+        (b'{"type": "synthesize", "data": {"text": "Hi.", "voice": {"name": "nobody"}}}\n',
+         "unknown-voice"),
+        (b'{"type": "synthesize", "data": {"text": "Hi.", "voice": {"name": "tiny-tara", '
+         b'"speaker": "nobody"}}}\n', "unknown-speaker"),
+        (b'{"type": "synthesize", "data": {"text": "' + b"a " * 15000 + b'"}}\n', "text-too-long"),
+    ],  # fmt: skip
     ids=[
         "deep-json",
         "huge-integer",
@@ -488,6 +495,9 @@ async def test_describe_stays_fast_while_streamed_text_floods_in(
         "20k-digits",
         "false-length",
         "list-data",
+        "unknown-voice",
+        "unknown-speaker",
+        "too-long",
     ],
 )
 async def test_hostile_input_gets_an_error_and_a_close(
@@ -495,6 +505,8 @@ async def test_hostile_input_gets_an_error_and_a_close(
 ) -> None:
     reply, rest = await raw_reply(server, raw)
     assert reply["type"] == "error" and reply["code"] == code, reply
+    # Home Assistant 2026.11 shows it to the user: one short line, what is wrong and what to do
+    assert len(reply["text"]) <= MAX_ERROR_CHARS and "\n" not in reply["text"], reply["text"]
     assert rest == b""  # and then the close
     assert "Traceback" not in server.log()
 
