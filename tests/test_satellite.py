@@ -6,6 +6,7 @@ not."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,9 @@ TEXT = (
     "I checked the weather for you, and it will be sunny and warm tomorrow afternoon. "
     "In the evening some clouds come in from the west, and there may be a little rain at night."
 )
+FAST_ENOUGH = 2.0
+"""Seconds of audio a second the tiny model must make in the warm-up for the fast test (it
+makes 20 or more on an idle 2-core machine)."""
 SLOW_RATE = 0.5
 """Seconds of audio a second the slow worker makes: half real time."""
 
@@ -149,6 +153,10 @@ async def test_a_fast_model_is_not_held(tiny_models: Path, tmp_path: Path) -> No
     server = start_server(tiny_models / "voices.yaml", tmp_path)
     try:
         await warm_up(server)
+        spoken = re.findall(r"Spoke ([\d.]+) s of audio .* in ([\d.]+) s", server.log())
+        audio, took = spoken[-1]  # the second warm-up: the model loaded, its speed measured
+        if float(audio) / float(took) < FAST_ENOUGH:
+            pytest.skip("this machine is too busy now for the tiny model to be fast")
         cycles = await speak_streamed(server, TEXT)
         assert all(not cycle.stalls for cycle in cycles)
         log = server.log()

@@ -54,6 +54,7 @@ class Settings:
     samples_per_chunk: int
     streaming: bool
     hold_audio: bool
+    first_clause: bool
     zeroconf_name: str | None
     zeroconf_interfaces: list[str] | None
     max_loaded_bytes: int
@@ -168,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
         dest="offline",
         action="store_true",
         help="never download: use only cached or local model files",
+    )
+    parser.add_argument(
+        "--first-clause",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="start on the first clause of an answer's first sentence when the voice's model is "
+        "fast enough, before the sentence has arrived whole (default: on)",
     )
     parser.add_argument(
         "--hold-audio",
@@ -368,6 +376,7 @@ def parse_settings(argv: list[str]) -> Settings:
         samples_per_chunk=args.samples_per_chunk,
         streaming=not args.no_streaming,
         hold_audio=args.hold_audio,
+        first_clause=args.first_clause,
         zeroconf_name=args.zeroconf,
         zeroconf_interfaces=args.zeroconf_interface,
         max_loaded_bytes=args.max_loaded_bytes,
@@ -519,6 +528,7 @@ async def serve(settings: Settings) -> None:
         samples_per_chunk=settings.samples_per_chunk,
         streaming=settings.streaming,
         hold_audio=settings.hold_audio,
+        first_clause=settings.first_clause,
         max_text_chars=settings.max_text_chars,
         max_speech_seconds=settings.max_speech_seconds,
         max_pieces=settings.max_pieces,

@@ -102,6 +102,9 @@ class HandlerSettings:
     """Seconds a request may wait on its client before `min_client_rate` applies."""
     idle_timeout: float = 120.0
     """Close a connection that sends nothing and has nothing in progress for this long."""
+    first_clause: bool = True
+    """Start on the first clause of a request's first sentence when the voice's model is fast
+    enough (`FIRST_CLAUSE_MIN_RATE`): `text/clauses.py`."""
     hold_audio: bool = True
     """Hold the first audio of a cycle a model makes slower than real time until the rest can
     follow without running dry (`_Hold`): a pause falls between pieces, not mid-word."""
@@ -373,7 +376,8 @@ class SynthesisHandler(AsyncEventHandler):
         voice's model makes at least `FIRST_CLAUSE_MIN_RATE` of real time here (measured), so
         that the rest of the sentence follows after a short pause at most."""
         speed = self._registry.speed(spec.model)
-        return speed.measured and speed.rate >= FIRST_CLAUSE_MIN_RATE
+        fast = speed.measured and speed.rate >= FIRST_CLAUSE_MIN_RATE
+        return self._settings.first_clause and fast
 
     def _check_text(self, text: str) -> None:
         if len(text) > self._settings.max_text_chars:
@@ -672,13 +676,14 @@ class _Hold:
     before the listener runs dry. Engines hand out audio in bursts (a codec window, a whole
     sentence's tail), so what counts is when the last of the piece comes: at `rate` seconds of
     audio a second, a piece of `expected` seconds is all made `expected / rate` after it began;
-    what is held goes out once playing it lasts until then. A model faster than real time goes
-    at once. A pause then falls between pieces, never inside one."""
+    what is held goes out once playing it lasts until then. `rate` is the model's measured one,
+    or this piece's own so far when slower (the machine got busier). A model faster than real
+    time goes at once. A pause then falls between pieces, never inside one."""
 
     def __init__(self, speed: Speed, expected_seconds: float, started: float) -> None:
-        self._all_made_at = (
-            started + expected_seconds * HOLD_MARGIN / speed.rate if speed.rate < 1.0 else started
-        )
+        self._rate = speed.rate
+        self._expected = expected_seconds * HOLD_MARGIN
+        self._started = started
         self.held: list[np.ndarray] = []
         self.made = 0.0
         """Seconds of audio of the piece made so far."""
@@ -687,7 +692,10 @@ class _Hold:
         """Hold `samples`, which came at `now`; whether what is held may go out now."""
         self.held.append(samples)
         self.made += samples.size / sample_rate
-        return self.made >= MAX_HELD_SECONDS or now + self.made >= self._all_made_at
+        if self.made >= MAX_HELD_SECONDS:
+            return True
+        rate = min(self._rate, self.made / max(now - self._started, 1e-9))
+        return rate >= 1.0 or now + self.made >= self._started + self._expected / rate
 
 
 class _TextStream:

@@ -270,7 +270,9 @@ def run_benchmark(settings: BenchSettings, work: Path) -> Report:
 
     load_start = load_average()
     clock = cpu_clock()
-    server = BenchServer(catalog.path, ["--threads", str(settings.threads)], work / "server.log")
+    # one piece a request, as the raw ceiling has: no first clause apart (--satellite has it)
+    flags = ["--threads", str(settings.threads), "--no-first-clause"]
+    server = BenchServer(catalog.path, flags, work / "server.log")
     try:
         results = asyncio.run(measure(server, catalog.path, voices, settings))
     except BenchError as err:
