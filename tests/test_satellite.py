@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -21,6 +20,8 @@ from wyoming.tts import (
     SynthesizeStop,
     SynthesizeVoice,
 )
+
+from tools.bench.satellite import Heard
 
 from .conftest import RunningServer, read_event, read_until, start_server
 
@@ -36,39 +37,20 @@ SLOW_RATE = 0.5
 """Seconds of audio a second the slow worker makes: half real time."""
 
 
-@dataclass
-class Cycle:
-    """One audio cycle as a listener playing at real time from its first chunk hears it."""
-
-    first_audio: float | None = None
-    playing_until: float = 0.0
-    stalls: list[float] = field(default_factory=list)
-
-    def heard(self, arrived: float, seconds: float) -> None:
-        if self.first_audio is None:
-            self.first_audio = self.playing_until = arrived
-        elif arrived > self.playing_until:
-            self.stalls.append(arrived - self.playing_until)
-            self.playing_until = arrived
-        self.playing_until += seconds
-
-
-async def listen(client: object, last_type: str) -> list[Cycle]:
-    """The cycles of one request, read as they come, up to `last_type`."""
-    cycles: list[Cycle] = []
+async def listen(client: object, last_type: str) -> tuple[Heard, int]:
+    """One request as a satellite hears it (`tools/bench/satellite.Heard`), up to `last_type`,
+    and its number of audio cycles."""
+    heard, cycles = Heard(sent=time.monotonic()), 0
     while True:
         event = await read_event(client, timeout=120)  # type: ignore[arg-type]
         assert event is not None and event.type != "error", event
-        if event.type == "audio-start":
-            cycles.append(Cycle())
-        elif AudioChunk.is_type(event.type):
-            chunk = AudioChunk.from_event(event)
-            cycles[-1].heard(time.monotonic(), len(chunk.audio) / (2 * chunk.rate))
+        heard.event(event, time.monotonic())
+        cycles += event.type == "audio-start"
         if event.type == last_type:
-            return cycles
+            return heard, cycles
 
 
-async def speak_streamed(server: RunningServer, text: str) -> list[Cycle]:
+async def speak_streamed(server: RunningServer, text: str) -> tuple[Heard, int]:
     """Home Assistant's sequence, the text in chunks as an LLM writes it (5 words a chunk)."""
     async with server.client() as client:
         await client.write_event(SynthesizeStart(voice=SynthesizeVoice(VOICE)).event())
@@ -128,9 +110,9 @@ async def test_a_slow_model_is_held_and_never_runs_dry_inside_a_piece(
     slow_server: RunningServer,
 ) -> None:
     await warm_up(slow_server)
-    cycles = await speak_streamed(slow_server, TEXT)
-    assert len(cycles) >= 2
-    assert all(not cycle.stalls for cycle in cycles), [cycle.stalls for cycle in cycles]
+    heard, cycles = await speak_streamed(slow_server, TEXT)
+    assert cycles >= 2
+    assert not heard.in_piece, heard.in_piece
     assert "Held the first" in slow_server.log()
 
 
@@ -142,8 +124,8 @@ async def test_without_the_hold_a_slow_model_runs_dry(
     server = start_server(tiny_models / "voices.yaml", tmp_path, "--no-hold-audio")
     try:
         await warm_up(server)
-        cycles = await speak_streamed(server, TEXT)
-        assert sum(len(cycle.stalls) for cycle in cycles) > 0
+        heard, _ = await speak_streamed(server, TEXT)
+        assert heard.in_piece
         assert "Held the first" not in server.log()
     finally:
         server.stop()
@@ -157,8 +139,8 @@ async def test_a_fast_model_is_not_held(tiny_models: Path, tmp_path: Path) -> No
         audio, took = spoken[-1]  # the second warm-up: the model loaded, its speed measured
         if float(audio) / float(took) < FAST_ENOUGH:
             pytest.skip("this machine is too busy now for the tiny model to be fast")
-        cycles = await speak_streamed(server, TEXT)
-        assert all(not cycle.stalls for cycle in cycles)
+        heard, _ = await speak_streamed(server, TEXT)
+        assert not heard.in_piece
         log = server.log()
         assert "Held the first" not in log[log.index("Spoke") :]  # after the first, measured
     finally:
