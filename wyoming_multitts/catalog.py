@@ -5,6 +5,10 @@ local path per role), its device and engine options. `voices:` names each voice 
 sees and the model (and speaker) behind it; a cloned voice also names its reference recording
 (`reference: {path: alice.wav, text: "what it says"}`, or `repo:` + `file:` for one on the hub).
 Errors name the file and the key to fix.
+
+The user's own voices (made on the web page) are a second file with only `voices:`, merged
+after the first (`merge_own_voices`): they speak through the first file's models, and a name in
+both is refused. `live_catalog.py` keeps the catalog in force while the server runs.
 """
 
 from __future__ import annotations
@@ -112,6 +116,8 @@ class VoiceSpec:
     """Text front end options (`TEXT_OPTIONS`) for this voice, over the model's."""
     reference: VoiceReference | None = None
     """Reference recording of a cloned voice (Qwen3-TTS Base models), else None."""
+    source: Path | None = None
+    """The catalog file this voice came from (the user's, or the own voices file)."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,14 @@ class Catalog:
     cpu_voice: str | None = None
     """`cpu_voice:`, the default on a machine without a GPU (`for_machine`): one that keeps up
     with real time on a few CPU cores, where the first voice may not."""
+    own_path: Path | None = None
+    """The user's own voices file merged into this catalog (`merge_own_voices`), if any."""
+
+    @property
+    def own_voices(self) -> tuple[str, ...]:
+        """Names of the voices that come from the own voices file, in file order."""
+        own = self.own_path
+        return tuple(n for n, v in self.voices.items() if own is not None and v.source == own)
 
     @property
     def default_voice(self) -> VoiceSpec:
@@ -148,17 +162,25 @@ class Catalog:
         return self.with_default_voice(self.cpu_voice)
 
 
-def load_catalog(path: Path) -> Catalog:
-    """Read and validate a catalog file."""
+def load_catalog(path: Path, own: Path | None = None) -> Catalog:
+    """Read and validate a catalog file, merged with the user's own voices file `own` when
+    given (a missing one has no voices yet)."""
+    catalog = parse_catalog(read_yaml(path), path)
+    if own is None:
+        return catalog
+    return merge_own_voices(catalog, read_yaml(own) if own.exists() else None, own)
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML file's document; `CatalogError` naming the file when unreadable or not YAML."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise CatalogError(f"{path}: cannot read the voice catalog ({err.strerror})") from err
     try:
-        doc = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise CatalogError(f"{path}: not valid YAML: {err}") from err
-    return parse_catalog(doc, path)
 
 
 def parse_catalog(doc: Any, path: Path) -> Catalog:
@@ -175,17 +197,34 @@ def parse_catalog(doc: Any, path: Path) -> Catalog:
     models = {name: _parse_model(str(name), entry, path) for name, entry in models_doc.items()}
     voices: dict[str, VoiceSpec] = {}
     for name, entry in voices_doc.items():
-        voice = _parse_voice(str(name), entry, f"{where}: voices.{name}", path.parent)
-        if voice.model not in models:
-            known = ", ".join(sorted(models)) or "none"
-            raise CatalogError(
-                f"{where}: voices.{name}.model: unknown model {voice.model!r} (models: {known})"
-            )
+        voice = _parse_voice(str(name), entry, path, models)
         voices[voice.name] = voice
     cpu_voice = _optional_string(doc.get("cpu_voice"), f"{where}: cpu_voice")
     if cpu_voice is not None and cpu_voice not in voices:
         raise CatalogError(f"{where}: cpu_voice: {cpu_voice!r} is not one of the voices below")
     return Catalog(models=models, voices=voices, path=path, cpu_voice=cpu_voice)
+
+
+def merge_own_voices(catalog: Catalog, doc: Any, path: Path) -> Catalog:
+    """`catalog` with the voices of the user's own voices file `path` (its parsed `doc`; None
+    for an empty or missing file) after its own. They speak through `catalog`'s models and may
+    not take a name it has; their recordings' paths are relative to `path`."""
+    where = str(path)
+    doc = {} if doc is None else doc
+    if not isinstance(doc, dict):
+        raise CatalogError(f"{where}: expected a mapping with 'voices:'")
+    _check_keys(doc, {"voices"}, where)
+    voices = dict(catalog.voices)
+    own_doc = doc.get("voices")
+    for name, entry in ({} if own_doc is None else _mapping(own_doc, f"{where}: voices")).items():
+        voice = _parse_voice(str(name), entry, path, catalog.models)
+        if voice.name in catalog.voices:
+            raise CatalogError(
+                f"{where}: voices.{name}: {catalog.path} has a voice of that name already; "
+                "rename one of the two"
+            )
+        voices[voice.name] = voice
+    return replace(catalog, voices=voices, own_path=path)
 
 
 def _parse_model(name: str, entry: Any, path: Path) -> ModelSpec:
@@ -242,7 +281,9 @@ def _parse_file_ref(ref: Any, where: str, base_dir: Path) -> FileRef:
     )
 
 
-def _parse_voice(name: str, entry: Any, where: str, base_dir: Path) -> VoiceSpec:
+def _parse_voice(name: str, entry: Any, path: Path, models: Mapping[str, ModelSpec]) -> VoiceSpec:
+    """Voice `name` of catalog file `path`, speaking through one of `models`."""
+    where = f"{path}: voices.{name}"
     entry = _mapping(entry, where)
     _check_keys(
         entry,
@@ -259,9 +300,13 @@ def _parse_voice(name: str, entry: Any, where: str, base_dir: Path) -> VoiceSpec
     if speaker is None and speakers:
         speaker = speakers[0]
     options, text_options = _split_options(entry.get("options", {}), f"{where}.options")
+    model = _string(entry.get("model"), f"{where}.model")
+    if model not in models:
+        known = ", ".join(sorted(models)) or "none"
+        raise CatalogError(f"{where}.model: unknown model {model!r} (models: {known})")
     return VoiceSpec(
         name=name,
-        model=_string(entry.get("model"), f"{where}.model"),
+        model=model,
         speaker=speaker,
         speakers=speakers,
         languages=languages,
@@ -271,8 +316,9 @@ def _parse_voice(name: str, entry: Any, where: str, base_dir: Path) -> VoiceSpec
         reference=(
             None
             if entry.get("reference") is None
-            else _parse_reference(entry["reference"], f"{where}.reference", base_dir)
+            else _parse_reference(entry["reference"], f"{where}.reference", path.parent)
         ),
+        source=path,
     )
 
 

@@ -5,6 +5,11 @@ and start a fresh worker after one died.
 
 A load belongs to the registry, not to the request that started it: a client that leaves during
 a load leaves it running, and its model is counted and reused by the next request.
+
+The catalog may change while the server runs (`live_catalog.py`, `update`): a new model gets a
+slot, a changed one is loaded afresh at its next turn, and one no voice uses any more is
+unloaded once its requests are done. A slot is never removed, so a request that started with a
+voice of the old catalog finishes with it.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 from typing import AsyncIterator
 
 from . import channel
-from .catalog import Catalog, ModelSpec, VoiceSpec
+from .catalog import Catalog, FileRef, ModelSpec, VoiceSpec
 from .engines import PROFILE_FROM_REFERENCE
 from .engines.base import ReferenceAudio, VoiceSettings
 from .errors import ModelBusyError, ModelTooLargeError, context
@@ -101,6 +106,10 @@ class _Slot:
     last_used: float = 0.0
     speed: Speed = field(default_factory=Speed)
     """Kept when the model is unloaded: it is the machine's speed, not the worker's."""
+    unused: bool = False
+    """No voice of the catalog in force speaks through it: unloaded once idle."""
+    stale: bool = False
+    """Its catalog entry changed since its worker loaded: loaded afresh at its next turn."""
 
     def counted_bytes(self) -> int:
         """Memory counted against the budget: while loading, the worker's resident memory or
@@ -117,6 +126,11 @@ class _Slot:
     @property
     def idle(self) -> bool:
         return self.worker is not None and self.holders == 0 and self.loading is None
+
+    @property
+    def outdated(self) -> bool:
+        """Its worker should go as soon as it is idle (the catalog changed)."""
+        return self.unused or self.stale
 
 
 @dataclass(frozen=True)
@@ -157,7 +171,7 @@ class ModelRegistry:
         self._budget = settings.max_loaded_bytes or int(
             machine_memory_bytes() * DEFAULT_MEMORY_SHARE
         )
-        self._slots = {name: _Slot(spec) for name, spec in catalog.models.items()}
+        self._slots: dict[str, _Slot] = {}
         self._profiles = SpeakerProfiles(
             settings.speaker_dir,
             settings.hub,
@@ -168,13 +182,42 @@ class ModelRegistry:
         self._reserved_bytes = 0
         """Memory of helper processes that run now (`create-speaker`), counted in the budget."""
         self._room = asyncio.Lock()
-        self._references: dict[str, Path] = {}
-        """Hub-hosted reference recordings by voice, fetched once: asked of the hub on every
-        request, they cost a round trip each time and failed whenever the hub did."""
+        self._references: dict[FileRef, Path] = {}
+        """Hub-hosted reference recordings, fetched once: asked of the hub on every request,
+        they cost a round trip each time and failed whenever the hub did."""
         self._loads = asyncio.Semaphore(settings.max_loads)
         """Taken by each load from its worker's start to its end: 15 first requests for 15
         models must not start 15 workers and 15 downloads at once."""
         self._idle_task: asyncio.Task[None] | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
+        """Workers of outdated models being stopped in the background (`update`)."""
+        self.update(catalog)
+
+    def update(self, catalog: Catalog) -> None:
+        """Take a changed catalog (a `LiveCatalog` listener, so synchronous): a new model gets
+        a slot, a changed one is loaded afresh at its next turn, and one that no voice uses any
+        more is unloaded, at once when idle, else after its last request."""
+        used = {voice.model for voice in catalog.voices.values()}
+        for name, spec in catalog.models.items():
+            slot = self._slots.setdefault(name, _Slot(spec))
+            if slot.spec != spec:
+                slot.spec, slot.stale = spec, True
+        for name, slot in self._slots.items():
+            slot.unused = name not in used
+            self._settle(slot)
+
+    def _settle(self, slot: _Slot) -> None:
+        """Stop the worker of an outdated model that is idle now (in the background: callers
+        are synchronous or must not wait)."""
+        if not (slot.idle and slot.outdated):
+            return
+        why = "no voice uses it any more" if slot.unused else "its catalog entry changed"
+        worker, slot.worker, slot.estimated_bytes, slot.stale = slot.worker, None, 0, False
+        if worker is not None:
+            _LOGGER.info("Unloading model %s (%s)", slot.spec.name, why)
+            task = asyncio.create_task(worker.stop(), name=f"stop {slot.spec.name}")
+            self._stopping.add(task)
+            task.add_done_callback(self._stopping.discard)
 
     @property
     def budget_bytes(self) -> int:
@@ -217,6 +260,7 @@ class ModelRegistry:
         finally:
             slot.holders -= 1
             slot.last_used = time.monotonic()
+            self._settle(slot)
 
     async def with_reference(self, spec: VoiceSpec, voice: VoiceSettings) -> VoiceSettings:
         """The voice as its engine takes it: a cloning engine gets the reference recording as a
@@ -226,11 +270,11 @@ class ModelRegistry:
         ref = spec.reference
         if ref is None:
             return voice
-        path = ref.audio.path or self._references.get(spec.name)
+        path = ref.audio.path or self._references.get(ref.audio)
         if path is None:
             with context(f"voice {spec.name} (reference audio)"):
                 path = await asyncio.to_thread(self._settings.hub.fetch_file, ref.audio)
-            self._references[spec.name] = path
+            self._references[ref.audio] = path
         reference = ReferenceAudio(path, ref.text)
         model = self._slots[spec.model].spec
         if model.engine not in PROFILE_FROM_REFERENCE:
@@ -247,6 +291,8 @@ class ModelRegistry:
                 slot.worker.exit_cause(),
             )
             slot.worker, slot.estimated_bytes = None, 0
+        if slot.worker is not None and slot.stale:  # the requests before this one are done
+            await self._unload(slot, "its catalog entry changed")
         if slot.worker is not None:
             return slot.worker
         if slot.loading is None:
@@ -295,6 +341,7 @@ class ModelRegistry:
             raise
         finally:
             slot.loading, slot.loader = None, None
+        slot.stale = slot.spec != spec  # changed again while it loaded
         await self._trim(keep=slot)
         _LOGGER.info(
             "Loaded model %s (%s) on %s in %.1f s: worker %d, estimated %.0f MB, "
@@ -312,6 +359,7 @@ class ModelRegistry:
                 else ""
             ),
         )
+        self._settle(slot)  # its requests may all have left, and its voices gone meanwhile
         return worker
 
     async def _remove_partial_downloads(self) -> None:
@@ -397,7 +445,7 @@ class ModelRegistry:
         return self._reserved_bytes + sum(slot.counted_bytes() for slot in self._slots.values())
 
     async def _unload(self, slot: _Slot, why: str) -> None:
-        worker, slot.worker, slot.estimated_bytes = slot.worker, None, 0
+        worker, slot.worker, slot.estimated_bytes, slot.stale = slot.worker, None, 0, False
         if worker is not None:
             _LOGGER.info("Unloading model %s (%s)", slot.spec.name, why)
             await worker.stop()
@@ -428,7 +476,8 @@ class ModelRegistry:
                 with contextlib.suppress(BaseException):
                     await slot.loading
         await asyncio.gather(
-            *(self._unload(slot, "server stopping") for slot in self._slots.values())
+            *(self._unload(slot, "server stopping") for slot in self._slots.values()),
+            *self._stopping,
         )
 
 
