@@ -27,10 +27,15 @@ DOCUMENTED = set(re.findall(r"^\| `([a-z-]+)` \|", (ROOT / "docs" / "errors.md")
 
 
 def request_error_codes() -> set[str]:
-    """The string codes `handler.py` raises `RequestError` with."""
-    tree = ast.parse((ROOT / "wyoming_multitts" / "handler.py").read_text(encoding="utf-8"))
+    """The string codes the package raises `RequestError` with (the handler, the request path
+    in `speech.py`, the web page)."""
+    trees = [
+        ast.parse(path.read_text(encoding="utf-8"))
+        for path in (ROOT / "wyoming_multitts").glob("*.py")
+    ]
     return {
         node.args[1].value
+        for tree in trees
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and getattr(node.func, "id", None) == "RequestError"

@@ -15,7 +15,7 @@ PACKAGE = "wyoming_multitts"
 PROTOCOL_MODULES = ("handler", "info", "server", "health_check")
 """The only modules that speak Wyoming (import the `wyoming` package)."""
 SERVER_MODULES = (
-    *("__main__", "handler", "registry", "process", "channel", "worker", "server"),
+    *("__main__", "handler", "speech", "registry", "process", "channel", "worker", "server"),
     *("speaker_profiles", "create_speaker"),
 )
 """The server side of the package: what no engine, codec or runtime module may import."""

@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Awaitable
 
-import numpy as np
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event, async_write_event
@@ -35,13 +34,19 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
-from .audio import PCM_CHANNELS, PCM_WIDTH, PcmChunker, to_pcm16
+from .audio import PCM_CHANNELS, PCM_WIDTH
 from .catalog import Catalog, VoiceSpec
-from .engines import ENGINE_NATIVE_TEXT
 from .engines.base import VoiceSettings
 from .errors import InternalError, VoiceError, for_client
-from .registry import SPOKEN_CHARS_PER_SECOND, ModelRegistry, Speed
-from .text import TextFrontEnd, TextPolicy, is_speakable, split_to_length, spoken_sentences
+from .registry import ModelRegistry
+from .speech import (
+    RequestError,
+    Speech,
+    SpeechSettings,
+    nothing_to_say,
+    voice_settings,
+)
+from .text import TextFrontEnd, TextPolicy, spoken_sentences
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -54,60 +59,19 @@ MAX_HEADER_BYTES = 64 * 1024
 """Longest event header line we read (asyncio's default stream limit)."""
 MAX_DATA_BYTES = 1024 * 1024
 """Largest event data block accepted; text beyond `--max-text-chars` is refused anyway."""
-FIRST_CLAUSE_MIN_RATE = 0.25
-"""A model this fast or faster (seconds of audio a second) starts on a request's first clause:
-even one slower than real time (Qwen3-TTS 0.6B makes about 0.5 on 2 Zen 4 cores) gets its first
-audio out seconds sooner than with the whole first sentence, the hold keeping the pause after
-it between the pieces. Slower (Orpheus 3B on 2 cores, 0.2), the pause after a short clause
-would be as long as the sentence: it speaks the first sentence whole."""
-MAX_HELD_SECONDS = 30.0
-"""Audio a request may hold at most (2.9 MB at 24 kHz): a long text on a slow model is released
-after that much rather than held whole in the server's memory."""
-HOLD_MARGIN = 1.25
-"""A piece is taken to need this much longer to make than its text and the model's measured
-speed suggest (a voice may speak slower than its average), so that it does not run dry near
-its end."""
-
-
-class RequestError(ValueError):
-    """The client's request is wrong; the text goes back in an `error` event."""
-
-    def __init__(self, text: str, code: str) -> None:
-        super().__init__(text)
-        self.code = code
 
 
 @dataclass(frozen=True)
-class HandlerSettings:
-    """What the handler needs from the command line (every bound: docs/process-model.md)."""
+class HandlerSettings(SpeechSettings):
+    """What the handler needs from the command line: a request's bounds (`SpeechSettings`) and
+    the connection's (every bound: docs/process-model.md)."""
 
-    samples_per_chunk: int = 1024
-    """Samples per `audio-chunk` (wyoming-piper's default)."""
     streaming: bool = True
     """Speak each sentence of a streamed text as it completes (False: once, at the end)."""
-    max_text_chars: int = 20_000
-    """Longest text one request may carry (plain or streamed in total)."""
-    max_speech_seconds: float = 900.0
-    """Most audio one request may ask for, estimated from its normalised text."""
-    max_pieces: int = 500
-    """Most text pieces (engine calls) one request may cause after normalisation."""
-    max_audio_ahead: float = 4.0
-    """Seconds of audio a worker may make beyond what the client has taken."""
     client_timeout: float = 60.0
     """Drop a client that takes none of its audio for this many seconds (frees its model)."""
-    min_client_rate: float = 0.5
-    """End a request whose client takes its audio slower than this many times real time, counted
-    over the time the server waited on it beyond `client_rate_grace` (0: never)."""
-    client_rate_grace: float = 10.0
-    """Seconds a request may wait on its client before `min_client_rate` applies."""
     idle_timeout: float = 120.0
     """Close a connection that sends nothing and has nothing in progress for this long."""
-    first_clause: bool = True
-    """Start on the first clause of a request's first sentence when the voice's model is fast
-    enough (`FIRST_CLAUSE_MIN_RATE`): `text/clauses.py`."""
-    hold_audio: bool = True
-    """Hold the first audio of a cycle a model makes slower than real time until the rest can
-    follow without running dry (`_Hold`): a pause falls between pieces, not mid-word."""
 
 
 class ClientStalledError(ConnectionError):
@@ -198,6 +162,7 @@ class SynthesisHandler(AsyncEventHandler):
         self._catalog = catalog
         self._registry = registry
         self._settings = settings
+        self._speech = Speech(catalog, registry, settings)
         self._task: asyncio.Task[None] | None = None
         self._stream: _TextStream | None = None
         self._last_activity = time.monotonic()
@@ -296,19 +261,21 @@ class SynthesisHandler(AsyncEventHandler):
             if self._stream is not None:
                 return True  # the compatibility copy of a streamed text: already being spoken
             spec, voice = self._request(event.data.get("voice"))
-            self._check_text(text)
-            await self._start(self._speak_once(spec, voice, text))
+            self._speech.check_text(text)
+            await self._start(self._speech.speak_once(spec, voice, text, self))
         elif SynthesizeStart.is_type(event.type):
             spec, voice = self._request(event.data.get("voice"))
             self._stream = _TextStream(
-                self._text_policy(spec), self._settings.streaming, self._starts_on_a_clause(spec)
+                self._speech.text_policy(spec),
+                self._settings.streaming,
+                self._speech.starts_on_a_clause(spec),
             )
             await self._start(self._speak_stream(spec, voice, self._stream))
         elif SynthesizeChunk.is_type(event.type):
             stream = self._expect_stream(event.type)
             text = _text(event.data)
             if stream.total_chars + len(text) > self._settings.max_text_chars:
-                raise self._too_long()
+                raise self._speech.too_long()
             await stream.add(text)
         elif SynthesizeStop.is_type(event.type):
             await self._expect_stream(event.type).finish()
@@ -328,7 +295,7 @@ class SynthesisHandler(AsyncEventHandler):
         """The catalog voice a request names, and the voice the engine speaks in."""
         if voice is None or voice == {}:
             spec = self._catalog.default_voice
-            return spec, _voice_settings(spec, spec.speaker)
+            return spec, voice_settings(spec, spec.speaker)
         if not isinstance(voice, dict):
             raise RequestError("'voice' must be an object with 'name'", "malformed-event")
         name = _optional_str(voice, "name")
@@ -351,7 +318,7 @@ class SynthesisHandler(AsyncEventHandler):
                 f"(speakers: {offered or 'none'})",
                 "unknown-speaker",
             )
-        return spec, _voice_settings(spec, speaker or spec.speaker)
+        return spec, voice_settings(spec, speaker or spec.speaker)
 
     def _voice_for_language(self, language: str | None) -> VoiceSpec:
         if language is None:
@@ -360,36 +327,6 @@ class SynthesisHandler(AsyncEventHandler):
             if any(lang.split("-")[0] == language.split("-")[0] for lang in spec.languages):
                 return spec
         raise RequestError(f"no voice speaks language {language[:40]!r}", "unknown-language")
-
-    def _text_policy(self, spec: VoiceSpec) -> TextPolicy:
-        """How the voice's text is made speakable: its languages, the text options of its model
-        and its own, and what its engine reads itself."""
-        model = self._catalog.models[spec.model]
-        return TextPolicy(
-            languages=spec.languages,
-            native_languages=ENGINE_NATIVE_TEXT.get(model.engine, frozenset()),
-            **{**model.text_options, **spec.text_options},  # normalize, emoji (checked)
-        )
-
-    def _starts_on_a_clause(self, spec: VoiceSpec) -> bool:
-        """Whether a request's first clause is spoken alone (`text/clauses.py`): when the
-        voice's model makes at least `FIRST_CLAUSE_MIN_RATE` of real time here (measured), so
-        that the rest of the sentence follows after a short pause at most."""
-        speed = self._registry.speed(spec.model)
-        fast = speed.measured and speed.rate >= FIRST_CLAUSE_MIN_RATE
-        return self._settings.first_clause and fast
-
-    def _check_text(self, text: str) -> None:
-        if len(text) > self._settings.max_text_chars:
-            raise self._too_long()
-        if not is_speakable(text):
-            raise _nothing_to_say(text)
-
-    def _too_long(self) -> RequestError:
-        return RequestError(
-            f"text longer than {self._settings.max_text_chars} characters (--max-text-chars)",
-            "text-too-long",
-        )
 
     # ---- synthesis
 
@@ -426,131 +363,33 @@ class SynthesisHandler(AsyncEventHandler):
                 await self._task
         self._task = None
 
-    async def _speak_once(self, spec: VoiceSpec, voice: VoiceSettings, text: str) -> None:
-        """A plain `synthesize`: every piece of the text in one audio cycle."""
-        sentences = await asyncio.to_thread(
-            spoken_sentences, text, self._text_policy(spec), self._starts_on_a_clause(spec)
-        )
-        if not sentences:
-            raise _nothing_to_say(text)
-        voice = await self._with_reference(spec, voice)
-        budget, pace = _SpeechBudget(self._settings), _ClientPace(self._settings)
-        await self._speak_cycle(spec, voice, sentences, budget, pace)
-
     async def _speak_stream(
         self, spec: VoiceSpec, voice: VoiceSettings, stream: "_TextStream"
     ) -> None:
         """A streamed request: one audio cycle per sentence as sentences complete."""
-        voice = await self._with_reference(spec, voice)
-        budget, pace = _SpeechBudget(self._settings), _ClientPace(self._settings)
+        voice = await self._speech.with_reference(spec, voice)
+        bounds = self._speech.bounds()
         spoken_anything = False
         async for sentences in stream.cycles():
-            await self._speak_cycle(spec, voice, sentences, budget, pace)
+            await self._speech.speak_cycle(spec, voice, sentences, bounds, self)
             spoken_anything = True
         if not spoken_anything:
-            raise _nothing_to_say(stream.text)
+            raise nothing_to_say(stream.text)
         await self.write_event(SynthesizeStopped().event())
 
-    async def _with_reference(self, spec: VoiceSpec, voice: VoiceSettings) -> VoiceSettings:
-        """The voice with its reference recording fetched (cloned voices) or made into a speaker
-        profile (OuteTTS)."""
-        return await self._registry.with_reference(spec, voice)
+    # ---- the audio sink of `Speech`: Wyoming events
 
-    async def _speak_cycle(
-        self,
-        spec: VoiceSpec,
-        voice: VoiceSettings,
-        sentences: list[str],
-        budget: "_SpeechBudget",
-        pace: "_ClientPace",
-    ) -> None:
-        """`audio-start`, chunks of all pieces of the spoken `sentences`, `audio-stop`; the
-        first audio held while the model would not keep up (`_Hold`)."""
-        budget.spend(sentences)
-        started = time.monotonic()
-        audio_samples = 0
-        chunker = PcmChunker(self._settings.samples_per_chunk)
-        async with self._registry.acquire(spec.model, voice.name) as worker:
-            assert worker.loaded is not None
-            begun = last_audio = time.monotonic()  # the model's turn: its speed counts from here
-            rate, max_chars = worker.loaded.sample_rate, worker.loaded.max_text_chars
-            pieces = tuple(
-                piece
-                for sentence in sentences
-                for piece in split_to_length(sentence, max_chars)
-                if is_speakable(piece)
-            )
-            budget.check_pieces(len(pieces))
-            await self.write_event(
-                AudioStart(rate=rate, width=PCM_WIDTH, channels=PCM_CHANNELS).event()
-            )
-            ahead = int(self._settings.max_audio_ahead * rate)
-            speed = self._registry.speed(spec.model)
-            hold: _Hold | None = None
-            current = -1  # the text piece whose audio comes now
-            async with worker.speak(pieces, voice, ahead) as audio:
-                async for part in audio:
-                    samples = part.samples
-                    audio_samples += samples.size
-                    if part.piece != current:  # a text piece begins: what is held is whole
-                        if hold is not None:
-                            await self._write_held(rate, hold, chunker, pace, voice.name)
-                        current = part.piece
-                        expected = len(pieces[current]) * speed.seconds_per_char
-                        settings = self._settings
-                        hold = _Hold(speed, expected, last_audio) if settings.hold_audio else None
-                    last_audio = time.monotonic()
-                    if hold is not None:
-                        audio.taken(samples.size)  # held here: the model goes on meanwhile
-                        if not hold.add(samples, rate, last_audio):
-                            continue
-                        await self._write_held(rate, hold, chunker, pace, voice.name)
-                        hold = None
-                        continue
-                    for chunk in chunker.add(to_pcm16(samples)):
-                        await self._write_chunk(rate, chunk, pace)
-                    audio.taken(samples.size)
-        if hold is not None:
-            await self._write_held(rate, hold, chunker, pace, voice.name)
-        tail = chunker.flush()
-        if tail:
-            await self._write_chunk(rate, tail, pace)
-        chars = sum(len(piece) for piece in pieces)
-        self._registry.measured(spec.model, chars, audio_samples / rate, last_audio - begun)
-        await self.write_event(AudioStop().event())
-        _LOGGER.info(
-            "Spoke %.2f s of audio for voice %s in %.2f s (%d characters)",
-            audio_samples / rate,
-            voice.name,
-            time.monotonic() - started,
-            sum(len(sentence) for sentence in sentences),
+    async def audio_start(self, rate: int) -> None:
+        await self.write_event(
+            AudioStart(rate=rate, width=PCM_WIDTH, channels=PCM_CHANNELS).event()
         )
 
-    async def _write_chunk(self, rate: int, pcm: bytes, pace: "_ClientPace") -> None:
-        event = AudioChunk(rate=rate, width=PCM_WIDTH, channels=PCM_CHANNELS, audio=pcm).event()
-        seconds = len(pcm) / (PCM_WIDTH * PCM_CHANNELS) / rate
-        started = time.monotonic()
-        # one write may wait long (asyncio drains down to its low-water mark): it is stopped
-        # once the client's pace has run out, and `wrote` then ends the request
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.write_event(event), pace.allowance(seconds))
-        pace.wrote(time.monotonic() - started, seconds)
+    async def audio_chunk(self, rate: int, pcm: bytes) -> None:
+        event = AudioChunk(rate=rate, width=PCM_WIDTH, channels=PCM_CHANNELS, audio=pcm)
+        await self.write_event(event.event())
 
-    async def _write_held(
-        self, rate: int, hold: "_Hold", chunker: PcmChunker, pace: "_ClientPace", voice: str
-    ) -> None:
-        """Send the audio `hold` holds, now that the rest of its piece can follow in time (or
-        is all there)."""
-        if len(hold.held) > 1:  # not released at its first audio: it was held
-            _LOGGER.info(
-                "Held the first %.2f s of a piece of voice %s: its model is slower than real "
-                "time (--no-hold-audio sends it at once)",
-                hold.made,
-                voice,
-            )
-        for samples in hold.held:
-            for chunk in chunker.add(to_pcm16(samples)):
-                await self._write_chunk(rate, chunk, pace)
+    async def audio_stop(self) -> None:
+        await self.write_event(AudioStop().event())
 
     def _drop(self, stalled: ClientStalledError) -> None:
         CLIENT_WARNINGS.warn(self.writer, "Dropping a client: %s (--client-timeout)", stalled)
@@ -598,104 +437,6 @@ class ClientWarnings:
 
 CLIENT_WARNINGS = ClientWarnings()
 """One for the whole server: the handler's refusals and the listener's."""
-
-
-def _voice_settings(spec: VoiceSpec, speaker: str | None) -> VoiceSettings:
-    """What the engine is told about the voice (its reference is fetched later)."""
-    return VoiceSettings(
-        name=spec.name, speaker=speaker, language=spec.languages[0], options=spec.options
-    )
-
-
-def _nothing_to_say(text: str) -> RequestError:
-    return RequestError(
-        f"nothing to speak in {text[:40]!r}: the text is empty, or only symbols, code or emoji",
-        "empty-text",
-    )
-
-
-class _SpeechBudget:
-    """What one request may still cost: audio seconds (estimated from its normalised text,
-    before anything is made) and pieces."""
-
-    def __init__(self, settings: HandlerSettings) -> None:
-        self._settings = settings
-        self._chars_left = settings.max_speech_seconds * SPOKEN_CHARS_PER_SECOND
-
-    def spend(self, sentences: list[str]) -> None:
-        self._chars_left -= sum(len(sentence) for sentence in sentences)
-        if self._chars_left < 0:
-            raise RequestError(
-                f"the text would take more than {self._settings.max_speech_seconds:g} s to say "
-                "once numbers and symbols are spelled out (--max-speech-seconds)",
-                "speech-too-long",
-            )
-
-    def check_pieces(self, pieces: int) -> None:
-        if pieces > self._settings.max_pieces:
-            raise RequestError(
-                f"the text makes {pieces} pieces for the engine, over the limit of "
-                f"{self._settings.max_pieces} (--max-pieces)",
-                "too-many-pieces",
-            )
-
-
-class _ClientPace:
-    """How fast one request's client takes its audio: the time its writes waited on the client
-    (a full socket buffer) against the seconds of audio they carried. A client that reads far
-    slower than real time would otherwise hold the model, and everyone waiting for it, for as
-    long as it likes (`--client-timeout` only catches one that takes nothing at all)."""
-
-    def __init__(self, settings: HandlerSettings) -> None:
-        self._min_rate = settings.min_client_rate
-        self._grace = settings.client_rate_grace
-        self._waited = 0.0
-        self._audio = 0.0
-
-    def allowance(self, audio_seconds: float) -> float | None:
-        """How long a write of `audio_seconds` of audio may wait (None: as long as it takes)."""
-        if self._min_rate <= 0:
-            return None
-        return self._grace + (self._audio + audio_seconds) / self._min_rate - self._waited
-
-    def wrote(self, waited: float, audio_seconds: float) -> None:
-        """A write of `audio_seconds` of audio waited `waited` seconds for the client (or was
-        stopped after its `allowance`)."""
-        self._waited += waited
-        self._audio += audio_seconds
-        if self._min_rate > 0 and self._waited > self._grace + self._audio / self._min_rate:
-            raise RequestError(
-                f"the client took its audio slower than {self._min_rate:g} times real time "
-                "(--min-client-rate), so the request was ended to free the voice's model",
-                "client-too-slow",
-            )
-
-
-class _Hold:
-    """The first audio of one text piece, held until the rest of the piece will have come
-    before the listener runs dry. Engines hand out audio in bursts (a codec window, a whole
-    sentence's tail), so what counts is when the last of the piece comes: at `rate` seconds of
-    audio a second, a piece of `expected` seconds is all made `expected / rate` after it began;
-    what is held goes out once playing it lasts until then. `rate` is the model's measured one,
-    or this piece's own so far when slower (the machine got busier). A model faster than real
-    time goes at once. A pause then falls between pieces, never inside one."""
-
-    def __init__(self, speed: Speed, expected_seconds: float, started: float) -> None:
-        self._rate = speed.rate
-        self._expected = expected_seconds * HOLD_MARGIN
-        self._started = started
-        self.held: list[np.ndarray] = []
-        self.made = 0.0
-        """Seconds of audio of the piece made so far."""
-
-    def add(self, samples: np.ndarray, sample_rate: int, now: float) -> bool:
-        """Hold `samples`, which came at `now`; whether what is held may go out now."""
-        self.held.append(samples)
-        self.made += samples.size / sample_rate
-        if self.made >= MAX_HELD_SECONDS:
-            return True
-        rate = min(self._rate, self.made / max(now - self._started, 1e-9))
-        return rate >= 1.0 or now + self.made >= self._started + self._expected / rate
 
 
 class _TextStream:
