@@ -548,7 +548,12 @@ def test_dockerfiles_build_without_buildkit(dockerfile: Path) -> None:
     steps = instructions(dockerfile)
     stages = {rest.split()[-1] for kw, rest in steps if kw == "FROM" and " AS " in rest.upper()}
     arg_defaults = dict(rest.partition("=")[::2] for kw, rest in steps if kw == "ARG")
-    for image in (rest.split()[0] for kw, rest in steps if kw == "FROM"):
+    froms = [
+        [word for word in rest.split() if not word.startswith("--")]
+        for kw, rest in steps
+        if kw == "FROM"
+    ]
+    for image in (words[0] for words in froms):
         whole_arg = re.fullmatch(r"\$\{(\w+)\}", image)
         if whole_arg:  # an image name from an ARG: fine unless it names a stage
             assert arg_defaults.get(whole_arg[1]) not in stages, f"{image} defaults to a stage"
@@ -558,6 +563,42 @@ def test_dockerfiles_build_without_buildkit(dockerfile: Path) -> None:
         assert not named, f"{dockerfile.name}: FROM {image} names stage(s) {named} through ARGs"
 
 
+def test_image_compiles_on_the_build_machine_and_installs_on_the_target() -> None:
+    """llama.cpp is compiled in a stage on the build machine's platform (natively or cross, for
+    TARGETARCH), so that an arm64 image built on x86 runs no compiler under emulation; the stage
+    that makes /app/.venv runs on the target's platform and only installs that wheel."""
+    steps = instructions(DOCKERFILE)
+    starts = [i for i, (keyword, _) in enumerate(steps) if keyword == "FROM"]
+    stages = {
+        steps[start][1].split()[-1]: steps[start:end]
+        for start, end in zip(starts, starts[1:] + [len(steps)])
+        if " AS " in steps[start][1].upper()
+    }
+    llama, builder = stages["llama"], stages["builder"]
+    assert llama[0][1].startswith("--platform=${BUILDPLATFORM} ")
+    assert not builder[0][1].startswith("--platform")
+    llama_runs = " ".join(rest for kw, rest in llama if kw == "RUN")
+    builder_runs = " ".join(rest for kw, rest in builder if kw == "RUN")
+    assert "install-server build-packages" in llama_runs
+    assert 'TARGETARCH="${TARGETARCH}"' in llama_runs and "llama-wheel /wheels" in llama_runs
+    assert "build-packages" not in builder_runs and "llama-wheel" not in builder_runs
+    assert ("COPY", "--from=llama /wheels /wheels") in builder
+    assert "install-server llama-cpp /wheels" in builder_runs
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_llama_cpp_flags_follow_the_target_not_the_build_machine(machine: str) -> None:
+    """The AMX guard is for x86 targets only, whichever machine compiles (docs/cpus.md)."""
+    flags = subprocess.run(
+        [str(ROOT / "script" / "llama-cpp-flags"), machine],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=QUICK,
+    ).stdout
+    assert ("-mno-amx-int8" in flags) == (machine == "x86_64")
+
+
 def test_deploy_scripts_pass_shellcheck() -> None:
     shellcheck = linter("shellcheck")
     scripts = [
@@ -565,6 +606,9 @@ def test_deploy_scripts_pass_shellcheck() -> None:
         ROOT / "docker" / "make-addon",
         ROOT / "script" / "run",
         ROOT / "script" / "test-image",
+        ROOT / "script" / "build-arm64",
+        ROOT / "script" / "test-arm64",
+        ROOT / "script" / "arm64-emulation",
         ROOT / "script" / "gpu-carry",
         ROOT / "script" / "gpu-check",
     ]
