@@ -12,11 +12,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "wyoming_multitts"
 
+WEB_MODULES = {"web": ("__main__",), "web_settings": ("__main__", "web")}
+"""The web page, a face beside the handler: only these may import it (nothing below knows it)."""
 PROTOCOL_MODULES = ("handler", "info", "server", "health_check")
 """The only modules that speak Wyoming (import the `wyoming` package)."""
 SERVER_MODULES = (
     *("__main__", "handler", "speech", "registry", "process", "channel", "worker", "server"),
-    *("speaker_profiles", "create_speaker"),
+    *("speaker_profiles", "create_speaker", "live_catalog", "own_voices"),
+    *("web", "web_settings", "model_files"),
 )
 """The server side of the package: what no engine, codec or runtime module may import."""
 RUNTIME_MODULES = (
@@ -90,6 +93,9 @@ def forbidden(importer: str, imported: str) -> str | None:
         return "only the handler side speaks the protocol"
     if not imported.startswith(PACKAGE + "."):
         return None
+    for face, importers in WEB_MODULES.items():
+        if is_part(imported, face) and not any(is_part(importer, i) for i in importers):
+            return "the web page is a face at the top: only __main__ starts it"
     if is_part(importer, "codecs") and is_part(imported, "engines"):
         return "a codec imports an engine"
     below_server = ("codecs", "engines", *RUNTIME_MODULES)
@@ -136,6 +142,8 @@ def test_the_check_catches_each_forbidden_direction(tmp_path: Path) -> None:
         "engines/orpheus/bad.py": "from ...registry import ModelRegistry",
         "engines/outetts/bad.py": "from wyoming.tts import Synthesize",
         "stats.py": "import tools.bench",
+        "registry.py": "from .web import WebPage",
+        "web.py": "from wyoming.info import Describe",
     }
     for relative, line in cases.items():
         path = tmp_path / PACKAGE / relative
@@ -149,7 +157,7 @@ def test_the_check_catches_each_forbidden_direction(tmp_path: Path) -> None:
 def test_handler_and_main_import_neither_torch_nor_llama_cpp() -> None:
     code = (
         "import sys, wyoming_multitts.__main__, wyoming_multitts.handler, "
-        "wyoming_multitts.registry; "
+        "wyoming_multitts.registry, wyoming_multitts.web; "
         "print(sorted(m for m in ('torch', 'llama_cpp', 'snac') if m in sys.modules))"
     )
     result = subprocess.run(
