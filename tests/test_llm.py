@@ -6,6 +6,7 @@ fail)."""
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 from typing import Iterator
 
@@ -28,6 +29,24 @@ N_CTX = 64
 LOGITS_TOLERANCE = 1e-4
 """Absolute, on logits of std 0.16: keep_prefix then B vs a fresh [prefix + B] (measured 0.0,
 identical); B on a stale cache differs by 0.07."""
+
+ARM64_FP16_ROUNDINGS = 4 * 2.0**-11
+"""On arm64, a batch and the same rows one at a time differ by up to this many of fp16's unit
+roundoff (2^-11), relative to the largest value: a batch's matrix products against an F16
+tensor (Orpheus's weights; every model's F16 KV cache) run llama.cpp's tinyBLAS, which keeps the
+F32 activations (or, with fp16 vector arithmetic, a Pi 5's `+fp16`, accumulates in fp16), where
+one row rounds the activations to fp16 and accumulates in f32 (`ggml-cpu/llamafile/sgemm.cpp`,
+llama-cpp-python 0.3.36). On x86 both round alike and agree exactly. Measured under qemu as a
+Cortex-A76: 1.7 roundings (Orpheus, +fp16), 0.2 (Qwen3); a stale cache is off by hundreds
+(docs/arm64.md)."""
+
+
+def batch_vs_rows_tolerance(x86_tolerance: float, expected: np.ndarray) -> float:
+    """The absolute tolerance between a batch and the same rows one at a time, on this CPU."""
+    if platform.machine() != "aarch64":
+        return x86_tolerance
+    return max(x86_tolerance, ARM64_FP16_ROUNDINGS * float(np.abs(expected).max()))
+
 
 PREFIX = [BOS_ID, *range(300, 320)]  # a "speaker profile": 21 tokens evaluated once
 SUFFIX_A = [400, 401, 402, 403, 404]
@@ -93,16 +112,17 @@ def test_keep_prefix_keeps_the_cached_prefix(orpheus: LlamaModel) -> None:
     assert orpheus.n_past == len(PREFIX)
     kept = orpheus.decode(SUFFIX_B).copy()
     assert orpheus.n_past == len(PREFIX) + len(SUFFIX_B)
-    np.testing.assert_allclose(kept, fresh, rtol=0, atol=LOGITS_TOLERANCE)
+    tolerance = batch_vs_rows_tolerance(LOGITS_TOLERANCE, fresh)
+    np.testing.assert_allclose(kept, fresh, rtol=0, atol=tolerance)
 
     # the test can tell: without keep_prefix, B after what is cached gives other logits
     stale = orpheus.decode(SUFFIX_B).copy()
-    assert np.abs(stale - fresh).max() > 100 * LOGITS_TOLERANCE
-    assert np.abs(after_a - fresh).max() > 100 * LOGITS_TOLERANCE
+    assert np.abs(stale - fresh).max() > 10 * tolerance
+    assert np.abs(after_a - fresh).max() > 10 * tolerance
 
     # and again: the same prefix serves a second request
     orpheus.keep_prefix(len(PREFIX))
-    np.testing.assert_allclose(orpheus.decode(SUFFIX_B), fresh, rtol=0, atol=LOGITS_TOLERANCE)
+    np.testing.assert_allclose(orpheus.decode(SUFFIX_B), fresh, rtol=0, atol=tolerance)
 
 
 def test_keep_prefix_checks_its_argument(orpheus: LlamaModel) -> None:
@@ -256,19 +276,21 @@ def test_embedding_rows_incrementally(
     for i in range(prefix, len(ROWS)):
         logits, hidden = qwen3_hidden.decode_embeddings(rows[i : i + 1])
     assert qwen3_hidden.n_past == len(ROWS)
-    np.testing.assert_allclose(logits, all_logits, rtol=0, atol=EMBEDDING_TOLERANCE)
-    np.testing.assert_allclose(hidden, all_hidden, rtol=0, atol=EMBEDDING_TOLERANCE)
+    logits_tolerance = batch_vs_rows_tolerance(EMBEDDING_TOLERANCE, all_logits)
+    hidden_tolerance = batch_vs_rows_tolerance(EMBEDDING_TOLERANCE, all_hidden)
+    np.testing.assert_allclose(logits, all_logits, rtol=0, atol=logits_tolerance)
+    np.testing.assert_allclose(hidden, all_hidden, rtol=0, atol=hidden_tolerance)
 
     # another request on the same cached prefix, after other rows
     qwen3_hidden.keep_prefix(prefix)
     qwen3_hidden.decode_embeddings(embed[[7, 8, 9]])
     qwen3_hidden.keep_prefix(prefix)
     logits, hidden = qwen3_hidden.decode_embeddings(rows[prefix:])
-    np.testing.assert_allclose(logits, all_logits, rtol=0, atol=EMBEDDING_TOLERANCE)
-    np.testing.assert_allclose(hidden, all_hidden, rtol=0, atol=EMBEDDING_TOLERANCE)
+    np.testing.assert_allclose(logits, all_logits, rtol=0, atol=logits_tolerance)
+    np.testing.assert_allclose(hidden, all_hidden, rtol=0, atol=hidden_tolerance)
     # the test can tell: the same rows on a stale cache give other logits
     stale, _ = qwen3_hidden.decode_embeddings(rows[prefix:])
-    assert np.abs(stale - all_logits).max() > 100 * EMBEDDING_TOLERANCE
+    assert np.abs(stale - all_logits).max() > 10 * logits_tolerance
 
     qwen3_hidden.reset()
     assert qwen3_hidden.n_past == 0
