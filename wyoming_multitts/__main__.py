@@ -49,6 +49,8 @@ class Settings:
     download_dir: Path | None
     speaker_dir: Path
     """Cache of OuteTTS speaker profiles made from voices' recordings."""
+    own_voices: Path
+    """Folder of the user's own voices (`own_voices.py`), merged into the catalog."""
     device: str | None
     threads: int
     samples_per_chunk: int
@@ -114,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         help="data folder (repeatable): its voices.yaml is used if --voices is not "
-        "given; the first one holds downloads unless --download-dir is set",
+        "given; the first one holds downloads unless --download-dir is set, and your own "
+        "voices (own-voices/)",
     )
     parser.add_argument(
         "--download-dir", type=Path, help="Hugging Face cache for downloaded models"
@@ -361,6 +364,7 @@ def parse_settings(argv: list[str]) -> Settings:
         (d / "voices.yaml" for d in args.data_dir if (d / "voices.yaml").is_file()), None
     )
     from .catalog import DEFAULT_CATALOG
+    from .own_voices import OWN_VOICES_FOLDER
 
     download_dir = args.download_dir or (
         args.data_dir[0] / "huggingface" if args.data_dir else None
@@ -371,6 +375,7 @@ def parse_settings(argv: list[str]) -> Settings:
         default_voice=args.voice,
         download_dir=download_dir,
         speaker_dir=(args.data_dir[0] if args.data_dir else user_cache_dir()) / "speakers",
+        own_voices=(args.data_dir[0] if args.data_dir else user_data_dir()) / OWN_VOICES_FOLDER,
         device=args.device,
         threads=args.threads,
         samples_per_chunk=args.samples_per_chunk,
@@ -408,6 +413,13 @@ def parse_settings(argv: list[str]) -> Settings:
 def user_cache_dir() -> Path:
     """This program's cache without a --data-dir: `$XDG_CACHE_HOME/wyoming-multitts`."""
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "wyoming-multitts"
+
+
+def user_data_dir() -> Path:
+    """This program's data without a --data-dir: `$XDG_DATA_HOME/wyoming-multitts` (your own
+    voices are kept there: a cache may be wiped)."""
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base) / "wyoming-multitts"
 
 
@@ -467,34 +479,41 @@ async def serve(settings: Settings) -> None:
     # Imported here, after configure_thread_pools: these pull in numpy.
     from urllib.parse import urlparse
 
-    from .catalog import CatalogError, load_catalog
+    from .catalog import Catalog, CatalogError
     from .devices import gpu_expected
     from .handler import HandlerSettings, SynthesisHandler
     from .hub import Hub
-    from .info import build_info
+    from .live_catalog import LiveCatalog
     from .registry import ModelRegistry, RegistrySettings
     from .server import Listener
 
-    try:
-        catalog = load_catalog(settings.voices)
+    has_gpu = gpu_expected(settings.device)
+
+    def arrange(catalog: Catalog) -> Catalog:
+        """The default voice first, at start and after every change of the catalog."""
         if settings.default_voice:
-            catalog = catalog.with_default_voice(settings.default_voice)
-        else:
-            has_gpu = gpu_expected(settings.device)
-            catalog = catalog.for_machine(has_gpu)
-            _LOGGER.info(
-                "Default voice: %s (%s; --voice picks another)",
-                catalog.default_voice.name,
-                "a GPU is expected" if has_gpu else "no GPU expected",
-            )
+            return catalog.with_default_voice(settings.default_voice)
+        return catalog.for_machine(has_gpu)
+
+    live = LiveCatalog(settings.voices, settings.own_voices, arrange)
+    try:
+        catalog = live.load()
     except CatalogError as err:
         _LOGGER.error("%s", err)
         sys.exit(2)
+    if not settings.default_voice:
+        _LOGGER.info(
+            "Default voice: %s (%s; --voice picks another)",
+            catalog.default_voice.name,
+            "a GPU is expected" if has_gpu else "no GPU expected",
+        )
     _LOGGER.info(
-        "Serving %d voices of %d models from %s",
-        len(catalog.voices),
+        "Serving %d voices of %d models from %s and %d of your own from %s",
+        len(catalog.voices) - len(catalog.own_voices),
         len(catalog.models),
         catalog.path,
+        len(catalog.own_voices),
+        live.own_file,
     )
 
     hub = Hub(
@@ -538,10 +557,10 @@ async def serve(settings: Settings) -> None:
         client_rate_grace=settings.client_rate_grace,
         idle_timeout=settings.idle_timeout,
     )
-    info = build_info(catalog, streaming=settings.streaming, version=__version__)
+    live.subscribe(registry.update)
     listener = Listener(
         settings.uri,
-        partial(SynthesisHandler, info, catalog, registry, handler_settings),
+        partial(SynthesisHandler, live, registry, handler_settings),
         settings.max_connections,
         settings.max_connections_per_address,
     )
@@ -562,6 +581,7 @@ async def serve(settings: Settings) -> None:
             settings.zeroconf_interfaces,
         )
     registry.start()
+    live.start()
     try:
         if advertisement is not None:
             await advertisement.start()
@@ -570,6 +590,7 @@ async def serve(settings: Settings) -> None:
     finally:
         if advertisement is not None:
             await advertisement.close()
+        await live.close()
         await registry.close()
         _LOGGER.info("Stopped")
 
