@@ -1,6 +1,7 @@
 """The Wyoming event handler: one per connection.
 
-- `describe` → `info` (from the catalog, never waiting on a model);
+- `describe` → `info` (from the catalog in force, never waiting on a model: a voice added while
+  the server runs shows at once, `live_catalog.py`);
 - `synthesize` → exactly one `audio-start`, the chunks of every text piece, one `audio-stop`;
 - `synthesize-start/-chunk/-stop` → one audio cycle per finished sentence while text still arrives,
   then `synthesize-stopped` (the compatibility `synthesize` inside a stream is not spoken twice);
@@ -23,7 +24,7 @@ from typing import Any, AsyncIterator, Awaitable
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.error import Error
 from wyoming.event import Event, async_write_event
-from wyoming.info import Describe, Info
+from wyoming.info import Describe
 from wyoming.ping import Ping, Pong
 from wyoming.server import AsyncEventHandler
 from wyoming.tts import (
@@ -34,10 +35,13 @@ from wyoming.tts import (
     SynthesizeStopped,
 )
 
+from . import __version__
 from .audio import PCM_CHANNELS, PCM_WIDTH
 from .catalog import Catalog, VoiceSpec
 from .engines.base import VoiceSettings
 from .errors import InternalError, VoiceError, for_client
+from .info import build_info
+from .live_catalog import LiveCatalog
 from .registry import ModelRegistry
 from .speech import (
     RequestError,
@@ -150,15 +154,13 @@ class SynthesisHandler(AsyncEventHandler):
 
     def __init__(
         self,
-        info: Info,
-        catalog: Catalog,
+        catalog: LiveCatalog,
         registry: ModelRegistry,
         settings: HandlerSettings,
         *args: Any,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self._info_event = info.event()
         self._catalog = catalog
         self._registry = registry
         self._settings = settings
@@ -253,7 +255,8 @@ class SynthesisHandler(AsyncEventHandler):
 
     async def _dispatch(self, event: Event) -> bool:
         if Describe.is_type(event.type):
-            await self.write_event(self._info_event)
+            info = build_info(self._catalog.current, self._settings.streaming, __version__)
+            await self.write_event(info.event())
         elif Ping.is_type(event.type):
             await self.write_event(Pong(text=_optional_str(event.data, "text")).event())
         elif Synthesize.is_type(event.type):
@@ -292,9 +295,11 @@ class SynthesisHandler(AsyncEventHandler):
     # ---- validation
 
     def _request(self, voice: Any) -> tuple[VoiceSpec, VoiceSettings]:
-        """The catalog voice a request names, and the voice the engine speaks in."""
+        """The catalog voice a request names, and the voice the engine speaks in: looked up
+        once, in the catalog in force, and kept to the request's end whatever changes."""
+        catalog = self._catalog.current
         if voice is None or voice == {}:
-            spec = self._catalog.default_voice
+            spec = catalog.default_voice
             return spec, voice_settings(spec, spec.speaker)
         if not isinstance(voice, dict):
             raise RequestError("'voice' must be an object with 'name'", "malformed-event")
@@ -302,9 +307,9 @@ class SynthesisHandler(AsyncEventHandler):
         speaker = _optional_str(voice, "speaker")
         language = _optional_str(voice, "language")
         if name is None:
-            spec = self._voice_for_language(language)
-        elif name in self._catalog.voices:
-            spec = self._catalog.voices[name]
+            spec = _voice_for_language(catalog, language)
+        elif name in catalog.voices:
+            spec = catalog.voices[name]
         else:  # no list: there are over 100 voices, and Home Assistant shows this line
             raise RequestError(
                 f"unknown voice {name[:80]!r}: pick one of this server's voices in Home "
@@ -319,14 +324,6 @@ class SynthesisHandler(AsyncEventHandler):
                 "unknown-speaker",
             )
         return spec, voice_settings(spec, speaker or spec.speaker)
-
-    def _voice_for_language(self, language: str | None) -> VoiceSpec:
-        if language is None:
-            return self._catalog.default_voice
-        for spec in self._catalog.voices.values():
-            if any(lang.split("-")[0] == language.split("-")[0] for lang in spec.languages):
-                return spec
-        raise RequestError(f"no voice speaks language {language[:40]!r}", "unknown-language")
 
     # ---- synthesis
 
@@ -487,6 +484,16 @@ class _TextStream:
             if sentences is None:
                 return
             yield sentences
+
+
+def _voice_for_language(catalog: Catalog, language: str | None) -> VoiceSpec:
+    """The first voice of `catalog` that speaks `language` (the default voice for None)."""
+    if language is None:
+        return catalog.default_voice
+    for spec in catalog.voices.values():
+        if any(lang.split("-")[0] == language.split("-")[0] for lang in spec.languages):
+            return spec
+    raise RequestError(f"no voice speaks language {language[:40]!r}", "unknown-language")
 
 
 def _text(data: dict[str, Any]) -> str:

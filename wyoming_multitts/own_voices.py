@@ -21,7 +21,7 @@ import yaml
 from .audio import read_wav
 from .catalog import Catalog, CatalogError, VoiceSpec, merge_own_voices, read_yaml
 from .errors import EngineError
-from .formats import conversion_lock, partial_path, publish, remove_partials
+from .formats import PARTIAL_SUFFIX, conversion_lock, partial_path, publish
 
 OWN_VOICES_FOLDER = "own-voices"
 """The own voices' folder inside the data folder."""
@@ -175,7 +175,8 @@ def _editing(folder: Path, where: str) -> Iterator[dict[str, Any]]:
     cannot_write = f"{where}: cannot write {folder}; check that folder's owner and free space"
     try:
         with conversion_lock(path, cannot_write):
-            remove_partials(path)
+            for stale in folder.glob(f".*{PARTIAL_SUFFIX}"):  # a killed writer's
+                stale.unlink(missing_ok=True)
             doc = read_yaml(path) if path.exists() else None
             voices = doc.get("voices") if isinstance(doc, dict) else None
             if doc is not None and not isinstance(voices, dict):

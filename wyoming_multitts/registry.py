@@ -224,6 +224,11 @@ class ModelRegistry:
         """Memory all loaded models may take together."""
         return self._budget
 
+    def model(self, name: str) -> ModelSpec:
+        """Model `name` as the registry has it: its slot outlives a catalog change, so a
+        request that began before one goes on with the model its voice named."""
+        return self._slots[name].spec
+
     def speed(self, model: str) -> Speed:
         """How fast `model` speaks on this machine (safe estimates until measured)."""
         return self._slots[model].speed

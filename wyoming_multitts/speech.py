@@ -16,9 +16,10 @@ from typing import Protocol
 import numpy as np
 
 from .audio import PCM_CHANNELS, PCM_WIDTH, PcmChunker, to_pcm16
-from .catalog import Catalog, VoiceSpec
+from .catalog import VoiceSpec
 from .engines import ENGINE_NATIVE_TEXT
 from .engines.base import VoiceSettings
+from .live_catalog import LiveCatalog
 from .registry import SPOKEN_CHARS_PER_SECOND, ModelRegistry, Speed
 from .text import TextPolicy, is_speakable, split_to_length, spoken_sentences
 
@@ -104,15 +105,18 @@ def nothing_to_say(text: str) -> RequestError:
 class Speech:
     """Speaks requests of one catalog through the registry's workers, within `settings`."""
 
-    def __init__(self, catalog: Catalog, registry: ModelRegistry, settings: SpeechSettings) -> None:
+    def __init__(
+        self, catalog: LiveCatalog, registry: ModelRegistry, settings: SpeechSettings
+    ) -> None:
         self.catalog = catalog
+        """The catalog in force: a request looks its voice up in `catalog.current` once."""
         self._registry = registry
         self._settings = settings
 
     def text_policy(self, spec: VoiceSpec) -> TextPolicy:
         """How the voice's text is made speakable: its languages, the text options of its model
         and its own, and what its engine reads itself."""
-        model = self.catalog.models[spec.model]
+        model = self._registry.model(spec.model)  # outlives a catalog change
         return TextPolicy(
             languages=spec.languages,
             native_languages=ENGINE_NATIVE_TEXT.get(model.engine, frozenset()),
