@@ -128,22 +128,43 @@ class WebPage:
             address = None
         if address is None or not any(address in network for network in self._allowed):
             _LOGGER.warning("Web page: refused client %s (not in --web-allow)", client)
-            return _error(403, f"client {client} is not allowed; add it with --web-allow")
+            return _error(
+                403,
+                RequestError(
+                    f"client {client} is not allowed; add it with --web-allow",
+                    "client-not-allowed",
+                ),
+            )
         if request.method == "POST":
             if not secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), self.token):
                 _LOGGER.warning("Web page: %s %s without the page's token", client, request.path)
-                return _error(403, "this request lacks the page's token; reload the page")
+                return _error(
+                    403,
+                    RequestError(
+                        "this request lacks the page's token; reload the page", "missing-token"
+                    ),
+                )
             origin = request.headers.get("Origin")
             host = request.headers.get("X-Forwarded-Host", request.host)
             if origin and origin != "null" and urlparse(origin).netloc != host:
                 _LOGGER.warning("Web page: %s %s from origin %s", client, request.path, origin)
-                return _error(403, f"requests from {origin[:80]} are not accepted; use the page")
+                return _error(
+                    403,
+                    RequestError(
+                        f"requests from {origin[:80]} are not accepted; use the page",
+                        "foreign-origin",
+                    ),
+                )
         try:
             return await handler(request)
-        except (RequestError, VoiceError, OwnVoiceError, ModelFilesError) as err:
-            code = getattr(err, "code", "bad-request")
-            _LOGGER.warning("Web page: %s %s refused: %s", client, request.path, err)
-            return _error(400, for_client(str(err)), code)
+        except (RequestError, VoiceError) as err:
+            refusal = RequestError(str(err), err.code)
+        except OwnVoiceError as err:
+            refusal = RequestError(str(err), "own-voice-refused")
+        except ModelFilesError as err:
+            refusal = RequestError(str(err), "model-files-failed")
+        _LOGGER.warning("Web page: %s %s refused: %s", client, request.path, refusal)
+        return _error(400, refusal)
 
     # ---- the page and its state
 
@@ -169,6 +190,7 @@ class WebPage:
                 "download": downloads.get(name),
                 "error": self.files.errors.get(name),
                 "takes_recording": _takes_recording(spec, catalog),
+                "downloadable": any(ref.repo for ref in spec.files.values()),
             }
             for name, spec in catalog.models.items()
         }
@@ -309,8 +331,9 @@ class _FrameSink:
         pass  # one cycle per request: `D` ends it
 
 
-def _error(status: int, text: str, code: str = "refused") -> web.Response:
-    return web.json_response({"error": text, "code": code}, status=status)
+def _error(status: int, err: RequestError) -> web.Response:
+    """The page's refusal: one line naming what is wrong and what to do, and its code."""
+    return web.json_response({"error": for_client(str(err)), "code": err.code}, status=status)
 
 
 async def _json(request: web.Request) -> dict[str, Any]:

@@ -129,6 +129,7 @@ function renderModels() {
       progress.className = "error";
     }
     const actions = cell(row, "");
+    if (!model.downloadable) continue; // local files only: the user's, nothing to fetch
     if (model.state === "not downloaded")
       actions.appendChild(button("Download now", () => modelAction(name, "download"), "download"));
     if (model.state === "downloading")
