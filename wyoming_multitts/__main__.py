@@ -21,6 +21,9 @@ from functools import partial
 from pathlib import Path
 
 from . import __version__
+from .web_settings import WebSettings
+from .web_settings import add_arguments as add_web_arguments
+from .web_settings import settings_from as web_settings_from
 
 _LOGGER = logging.getLogger("wyoming_multitts")
 
@@ -82,6 +85,8 @@ class Settings:
     debug: bool
     log_format: str
     stats_file: Path | None
+    web: WebSettings | None = None
+    """The web page's (None: no page)."""
 
 
 def parse_bytes(text: str) -> int:
@@ -307,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="on SIGTERM, time requests in flight get to finish (default: %(default)g)",
     )
+    add_web_arguments(parser)
     parser.add_argument("--debug", action="store_true", help="log DEBUG messages")
     parser.add_argument("--log-format", default=logging.BASIC_FORMAT, help="logging format")
     parser.add_argument(
@@ -407,6 +413,7 @@ def parse_settings(argv: list[str]) -> Settings:
         debug=args.debug,
         log_format=args.log_format,
         stats_file=args.stats_file,
+        web=web_settings_from(args, parser),
     )
 
 
@@ -581,13 +588,27 @@ async def serve(settings: Settings) -> None:
             settings.zeroconf_interfaces,
         )
     registry.start()
+    page = None
     live.start()
     try:
         if advertisement is not None:
             await advertisement.start()
+        if settings.web is not None:
+            from .web import WebPage
+
+            page = WebPage(settings.web, live, registry, handler_settings, hub)
+            try:
+                await page.start()
+            except OSError as err:
+                _LOGGER.error(
+                    "--web %d: cannot listen (%s); pick another port", settings.web.port, err
+                )
+                sys.exit(2)
         _LOGGER.info("Ready on %s", settings.uri)
         await listener.serve(stopping, settings.shutdown_grace)
     finally:
+        if page is not None:
+            await page.close()
         if advertisement is not None:
             await advertisement.close()
         await live.close()
