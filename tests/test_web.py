@@ -40,6 +40,8 @@ ENGINE_VOICES = ("tiny-tara", "tiny-oute3-en-male-1", "tiny-qwen3-ryan", "tiny-b
 """A tiny voice of every engine."""
 INGRESS_PREFIX = "/api/hassio_ingress/0123abcd/"
 """The path Home Assistant's ingress serves an add-on's page under."""
+INGRESS_PROXY = "172.30.32.2"
+"""The address Home Assistant's ingress proxy reaches add-ons from."""
 
 
 @pytest.fixture(scope="module")
@@ -363,3 +365,20 @@ def test_only_allowed_clients_get_the_page(tiny_models: Path, tmp_path: Path) ->
         assert "refused client 127.0.0.1" in server.log()
     finally:
         server.stop()
+
+
+def test_the_addon_serves_the_page_through_ingress(tmp_path: Path) -> None:
+    """The add-on's config turns ingress on at the port its run script gives `--web`, and the
+    page answers only the ingress proxy."""
+    from wyoming_multitts.__main__ import parse_settings
+
+    from .test_deploy import addon_config, run_addon_script
+
+    config = addon_config()
+    assert config["ingress"] is True and config["panel_title"]
+    argv = run_addon_script(config["options"], tmp_path)[1:]
+    web = parse_settings(argv).web
+    assert web is not None
+    assert web.port == config["ingress_port"]
+    assert web.host == "0.0.0.0" and web.allowed == (INGRESS_PROXY,)
+    assert f"{config['ingress_port']}/tcp" not in config["ports"]  # not on the host's network
