@@ -215,6 +215,9 @@ async def test_the_api_changes_the_catalog_in_force_and_unloads_what_no_voice_us
     voice = await catalog.add_own_voice("Zoë", QWEN_BASE, wav, "Hello, this is my voice.", "en")
     assert voice.name == "zoe" and catalog.current.own_voices == ("zoe",)
     assert seen == [catalog.current] and catalog.version == 2
+    oute = await catalog.add_own_voice("Oute", "outetts-1.0-tiny", wav, "Hello.", "en")
+    assert oute.reference is not None and catalog.current.own_voices == ("zoe", "oute")
+    await catalog.delete_own_voice("oute")
 
     async with registry.acquire(QWEN_BASE, "zoe"):
         pass
@@ -224,7 +227,7 @@ async def test_the_api_changes_the_catalog_in_force_and_unloads_what_no_voice_us
     assert QWEN_BASE in registry.loaded_models()  # still used, by the renamed voice
 
     await catalog.delete_own_voice("zoe-two")
-    assert catalog.current.own_voices == () and catalog.version == 4
+    assert catalog.current.own_voices == () and catalog.version == 6
     assert QWEN_BASE not in registry.loaded_models()  # no voice uses it: unloaded at once
 
 
@@ -253,3 +256,18 @@ async def test_a_broken_own_file_is_refused_and_logged(
         assert not await catalog.reload()
     assert f"{catalog.own_file}: voices.tiny-tara: {catalog.voices} has a voice" in caplog.text
     assert catalog.version == 1 and catalog.current.own_voices == ()
+
+
+async def test_a_change_that_takes_the_default_voice_away_is_refused(
+    tiny_models: Path, tmp_path: Path
+) -> None:
+    voices = tiny_catalog(tiny_models, tmp_path, ["tiny-tara", "tiny-qwen3-ryan"])
+    catalog = LiveCatalog(voices, None, lambda c: c.with_default_voice("tiny-qwen3-ryan"))
+    assert catalog.load().default_voice.name == "tiny-qwen3-ryan"
+    edit(voices, {"tiny-qwen3-ryan": None})
+    assert not await catalog.reload()
+    assert catalog.current.default_voice.name == "tiny-qwen3-ryan" and catalog.version == 1
+    edit(voices, {"tiny-qwen3-ryan": {"model": "qwen3tts-tiny", "speaker": "ryan"}})
+    assert await catalog.reload() and catalog.version == 2
+    with pytest.raises(own_voices.OwnVoiceError, match="start it with --data-dir"):
+        await catalog.delete_own_voice("tiny-tara")
