@@ -235,3 +235,18 @@ def test_a_writer_killed_mid_write_leaves_the_last_good_file(tmp_path: Path, mai
             assert reference.audio.path.read_bytes() == recording()
     own_voices.add_voice(folder, main, "after", "base", recording(), "Hi.", "en")
     assert list(folder.glob(f"*{PARTIAL_SUFFIX}")) == []  # the next edit removed the leftovers
+
+
+def test_deleting_a_hand_written_voice_never_touches_a_file_outside_the_folder(
+    tmp_path: Path, main: Catalog
+) -> None:
+    folder = own(tmp_path)
+    folder.mkdir(parents=True)
+    outside = folder.parent / "elsewhere.wav"
+    outside.write_bytes(recording())
+    own_voices.catalog_file(folder).write_text(
+        "voices:\n  ../elsewhere:\n    model: base\n    reference: {path: ../elsewhere.wav}\n"
+    )
+    own_voices.delete_voice(folder, main, "../elsewhere")
+    assert outside.read_bytes() == recording()
+    assert load_catalog(main.path, own_voices.catalog_file(folder)).own_voices == ()

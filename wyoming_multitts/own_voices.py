@@ -38,6 +38,8 @@ MAX_RECORDING_SECONDS = 20.0
 (`engines/outetts/create10.py`); 3-10 s of clean speech clones best anyway."""
 MAX_NAME_CHARS = 64
 """Longest voice name (it is a file name too)."""
+SAFE_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+"""What `safe_name` makes: lower-case ASCII letters and digits, single `-` between them."""
 MAX_TRANSCRIPT_CHARS = 1000
 """Longest transcript: 20 s of speech is about 300 characters."""
 LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
@@ -209,8 +211,11 @@ def _own_entry(voices: dict[str, Any], name: str, folder: Path) -> dict[str, Any
 
 def _recording_named(entry: dict[str, Any], name: str, folder: Path) -> Path | None:
     """The recording `<name>.wav` in `folder` when `entry` refers to it (one placed elsewhere
-    by hand is the user's, and stays)."""
+    by hand is the user's, and stays; so does one of a name edited in by hand that is no safe
+    file name, such as `../x`)."""
     reference = entry.get("reference")
+    if not SAFE_NAME.fullmatch(name):
+        return None
     if isinstance(reference, dict) and reference.get("path") == name + RECORDING_SUFFIX:
         return folder / (name + RECORDING_SUFFIX)
     return None
