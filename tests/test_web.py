@@ -122,17 +122,27 @@ def wait_for(what: Callable[[], Any], message: str, timeout: float = WAIT_SECOND
 
 
 def click(driver: Any, css: str) -> None:
+    """Click the first element `css` finds, as a user does (the page redraws its tables when
+    the state changes: an element found a moment ago may be gone, so it is found again)."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    element = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, css), f"no {css}")[0]
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
-    element.click()
+    def clicked() -> bool:
+        try:
+            element = driver.find_elements(By.CSS_SELECTOR, css)[0]
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+            element.click()
+        except (IndexError, StaleElementReferenceException):
+            return False
+        return True
+
+    wait_for(clicked, f"could not click {css}")
 
 
 def texts(driver: Any, css: str) -> list[str]:
-    from selenium.webdriver.common.by import By
-
-    return [element.text for element in driver.find_elements(By.CSS_SELECTOR, css)]
+    """The text of every element `css` finds, read at one moment."""
+    script = "return [...document.querySelectorAll(arguments[0])].map(e => e.innerText)"
+    return list(driver.execute_script(script, css))
 
 
 def try_voice(driver: Any, row_css: str, voice: str) -> dict[str, Any]:
