@@ -103,6 +103,9 @@ def browser() -> Iterator[Any]:
         "--disable-dev-shm-usage",
         "--autoplay-policy=no-user-gesture-required",
         "--window-size=1200,1300",
+        # a microphone that plays a tone, allowed without asking: "Record" works headless
+        "--use-fake-device-for-media-stream",
+        "--use-fake-ui-for-media-stream",
     ):
         options.add_argument(argument)
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
@@ -286,6 +289,73 @@ def test_watch_a_download_and_cancel_it(
     assert "Download of model orpheus-hub cancelled" in server.log()
     wait_for(lambda: not list(cache.glob("*/blobs/*.incomplete")), "a partial file was left")
     assert not list(cache.glob("*/snapshots/*/orpheus-tiny.gguf"))
+
+
+def test_download_then_delete_a_models_files(
+    browser: Any, page_server: tuple[RunningServer, str, Path], local_hub: LocalHub
+) -> None:
+    _, url, cache = page_server
+    row = '#models tr[data-model="orpheus-hub"]'
+    local_hub.bytes_per_second = None  # at once
+    try:
+        browser.get(url)
+        wait_for(lambda: "not downloaded" in " ".join(texts(browser, row)), "not shown missing")
+        click(browser, f"{row} button.download")
+        wait_for(lambda: "on disk" in " ".join(texts(browser, row)), "never on disk")
+        assert list(cache.glob("*/snapshots/*/orpheus-tiny.gguf"))
+        click(browser, f"{row} button.delete-files")
+        wait_for(lambda: browser.switch_to.alert, "no confirmation asked").accept()
+        wait_for(lambda: "not downloaded" in " ".join(texts(browser, row)), "not deleted")
+        assert not list(cache.glob("*/snapshots/*/orpheus-tiny.gguf"))
+        assert not [blob for blob in cache.glob("*/blobs/*") if blob.stat().st_size > 1e6]
+    finally:
+        local_hub.bytes_per_second = HUB_BYTES_PER_SECOND
+
+
+async def test_a_download_a_request_started_shows_on_the_page(
+    browser: Any, page_server: tuple[RunningServer, str, Path]
+) -> None:
+    """The first request for a voice downloads its model in the model's worker: the page shows
+    that download's progress as well."""
+    from wyoming.tts import Synthesize, SynthesizeVoice
+
+    server, url, _ = page_server
+    row = '#models tr[data-model="orpheus-hub"]'
+    await asyncio.to_thread(browser.get, url)
+    async with server.client() as client:
+        await client.write_event(Synthesize(text="Hi.", voice=SynthesizeVoice("hub-tara")).event())
+
+        def moving() -> bool:
+            bar = texts(browser, f"{row} td")
+            return "downloading" in " ".join(bar) and " of " in " ".join(bar)
+
+        await asyncio.to_thread(wait_for, moving, "the request's download is not shown")
+    # the client left; the load goes on in the registry, and the server stops it at the end
+
+
+def test_record_a_voice_in_the_browser(
+    browser: Any, page_server: tuple[RunningServer, str, Path]
+) -> None:
+    """Record (the fake microphone's tone), stop, and make a voice of it: the page's own WAV."""
+    from selenium.webdriver.support.ui import Select
+
+    _, url, _ = page_server
+    browser.get(url)
+    wait_for(lambda: texts(browser, "#own-model option"), "no models take recordings")
+    click(browser, "#own-record")
+    wait_for(lambda: "Stop" in browser.find_element("id", "own-record").text, "not recording")
+    time.sleep(2.5)
+    click(browser, "#own-record")
+    recorded = wait_for(lambda: browser.find_element("id", "own-recorded").text, "no recording")
+    assert recorded.startswith("recorded 2.") or recorded.startswith("recorded 3."), recorded
+    browser.find_element("id", "own-name").send_keys("Recorded")
+    Select(browser.find_element("id", "own-model")).select_by_value("qwen3tts-tiny-base")
+    browser.find_element("id", "own-text").send_keys("A tone.")
+    click(browser, "#own-make")
+    wait_for(lambda: texts(browser, '#own-voices tr[data-voice="recorded"]'), "not made")
+    click(browser, '#own-voices tr[data-voice="recorded"] button.delete')
+    wait_for(lambda: browser.switch_to.alert, "no confirmation asked").accept()
+    wait_for(lambda: not texts(browser, '#own-voices tr[data-voice="recorded"]'), "not deleted")
 
 
 async def test_the_page_works_under_the_ingress_prefix(
