@@ -239,6 +239,18 @@ def test_a_device_the_build_lacks_is_an_error_naming_what_it_has(name: str) -> N
         resolve_device(name)
 
 
+def test_a_backend_without_its_device_says_what_to_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A build with the Hexagon backend on a machine where it finds no NPU (no FastRPC library,
+    no DSP): the error names the backend and what to check for that kind, not a CUDA tool."""
+    monkeypatch.setattr(build, "built_backends", lambda: {"cpu", "hexagon", "htp"})
+    with pytest.raises(DeviceError, match="has the hexagon backend, but it found no such") as err:
+        resolve_device("htp")
+    assert "libcdsprpc.so" in str(err.value) and "ADSP_LIBRARY_PATH" in str(err.value)
+    assert "nvidia-smi" not in str(err.value)
+
+
 def test_the_backends_built_are_read_from_the_libraries_beside_libllama() -> None:
     """A backend whose device is missing (a CUDA build without a driver) registers no device,
     so the error for its device names the backend; this CPU build has the CPU one only among

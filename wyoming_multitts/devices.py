@@ -27,6 +27,14 @@ AUTO_PREFERENCE = ("cuda", "metal", "vulkan", "htp")
 """What `auto` picks, best first, among the devices the build has; CPU when none."""
 BACKEND_OF_KIND = {"cuda": "cuda", "vulkan": "vulkan", "metal": "metal", "htp": "hexagon"}
 """Our device kind → the name of its ggml backend library (`libggml-cuda.so`, …)."""
+DRIVER_CHECK_OF_KIND = {
+    "cuda": "the driver: nvidia-smi",
+    "vulkan": "the driver: vulkaninfo --summary",
+    "metal": "macOS's Metal support",
+    "htp": "Qualcomm's FastRPC library libcdsprpc.so, ADSP_LIBRARY_PATH naming the folder of "
+    "libggml-htp-v*.so, and GGML_HEXAGON_VERBOSE=1 for llama.cpp's log (docs/arm64.md)",
+}
+"""What to check when the backend is built but finds no device of that kind."""
 TORCH_DEVICE_OF_KIND = {"cuda": "cuda", "metal": "mps"}
 """Where torch parts (codecs) run for each kind; every other kind keeps them on the CPU."""
 
@@ -111,7 +119,7 @@ def resolve_device(name: str, uses_llama: bool = True) -> Device:
             raise DeviceError(
                 f"device {name} needs the llama.cpp device {wanted}: this llama-cpp-python has "
                 f"the {BACKEND_OF_KIND[kind]} backend, but it found no such device (it has: "
-                f"{has}). Check the driver (for CUDA: nvidia-smi) and llama.cpp's message at "
+                f"{has}). Check {DRIVER_CHECK_OF_KIND[kind]}, and llama.cpp's message at "
                 "startup, or set device: auto / cpu"
             )
         raise DeviceError(
