@@ -23,6 +23,8 @@ import yaml
 from aiohttp import ClientSession, web
 from wyoming.info import Describe, Info
 
+from wyoming_multitts.own_voices import MAX_RECORDING_BYTES
+
 from .conftest import RunningServer, free_port, read_until, start_server
 from .hub_server import LocalHub
 
@@ -232,6 +234,11 @@ async def test_make_hear_and_delete_an_own_voice(
     click(browser, "#own-make")
     wait_for(lambda: texts(browser, f'#own-voices tr[data-voice="{key}"]'), f"{key} not listed")
     assert key in await describe(server)  # Home Assistant sees it: no restart
+    # made ready at once (OuteTTS: its speaker profile, in a process of its own), shown so
+    ready = f'#own-voices tr[data-voice="{key}"] td.preparing'
+    wait_for(
+        lambda: texts(browser, ready) == ["ready"], f"{key} never ready: {texts(browser, ready)}"
+    )
 
     result = try_voice(browser, f'#own-voices tr[data-voice="{key}"] button.listen', key)
     assert result["samples"] > 0
@@ -430,6 +437,16 @@ def test_state_changes_need_the_token_and_the_page_origin(
         url + "api/speak", b'{"voice": "nobody", "text": "Hi."}', {"X-MultiTTS-Token": token}
     )
     assert status == 400 and reply["code"] == "unknown-voice", reply
+    boundary = "x" * 20
+    too_large = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="recording"; '
+        f'filename="a.wav"\r\n\r\n'.encode()
+        + bytes(MAX_RECORDING_BYTES + 100_000)
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    form = {"X-MultiTTS-Token": token, "Content-Type": f"multipart/form-data; boundary={boundary}"}
+    status, reply = post(url + "api/own-voices", too_large, form)
+    assert status == 400 and reply["code"] == "upload-too-large", reply
 
 
 def test_only_allowed_clients_get_the_page(tiny_models: Path, tmp_path: Path) -> None:

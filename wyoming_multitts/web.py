@@ -19,6 +19,8 @@ import logging
 import secrets
 import struct
 import time
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlparse
@@ -75,6 +77,8 @@ class WebPage:
         self.token = secrets.token_urlsafe(32)
         self._allowed = [ipaddress.ip_network(a, strict=False) for a in settings.allowed]
         self._runner: web.AppRunner | None = None
+        self._preparing: dict[str, _Preparation] = {}
+        """Own voices being made ready (an OuteTTS speaker profile), by name."""
         live.subscribe(self._catalog_changed)
 
     def _catalog_changed(self, catalog: Catalog) -> None:
@@ -101,7 +105,8 @@ class WebPage:
     async def start(self) -> None:
         """Listen; `OSError` when the port is taken."""
         self.files.refresh()
-        self._runner = web.AppRunner(self.app(), access_log=None)
+        # a browser that stops listening cancels its request, inside the worker too
+        self._runner = web.AppRunner(self.app(), access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._settings.host, self._settings.port)
         await site.start()
@@ -110,6 +115,8 @@ class WebPage:
     async def close(self) -> None:
         """Stop downloads started here and stop listening."""
         await self.files.close()
+        for preparation in self._preparing.values():
+            preparation.task.cancel()  # the profile's own run belongs to the registry
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -204,6 +211,11 @@ class WebPage:
                 "speakers": list(spec.speakers or ((spec.speaker,) if spec.speaker else ())),
                 "description": spec.description or spec.name,
                 "own": spec.name in own,
+                "preparing": (
+                    self._preparing[spec.name].view()
+                    if spec.name in own and spec.name in self._preparing
+                    else None
+                ),
             }
             for spec in catalog.voices.values()
         ]
@@ -239,6 +251,9 @@ class WebPage:
         except (RequestError, VoiceError) as err:
             _LOGGER.warning("Web page: voice %s: %s", name, err)
             await sink.frame(b"E", for_client(str(err)).encode("utf-8"))
+        except ConnectionResetError:
+            _LOGGER.info("Web page: the browser stopped listening to voice %s", name)
+            return response
         else:
             _LOGGER.info("Web page: spoke voice %s in %.2f s", name, time.monotonic() - started)
         await sink.frame(b"D", b"")
@@ -297,6 +312,7 @@ class WebPage:
             fields["name"], fields["model"], wav, fields["text"], fields["language"] or "en"
         )
         _LOGGER.info("Web page: made voice %s (model %s)", voice.name, voice.model)
+        self._prepare(voice.name)
         return web.json_response({"name": voice.name})
 
     async def _rename_voice(self, request: web.Request) -> web.Response:
@@ -305,11 +321,49 @@ class WebPage:
         if not isinstance(new, str):
             raise RequestError("give the new name", "malformed-request")
         voice = await self._live.rename_own_voice(request.match_info["name"], new)
+        self._prepare(voice.name)
         return web.json_response({"name": voice.name})
+
+    def _prepare(self, name: str) -> None:
+        """Make a new own voice ready now, the way its first request would (an OuteTTS speaker
+        profile, made by `create-speaker` in its own process), so the page can show it being
+        made and any error, and the voice's first request does not wait for it."""
+        spec = self._live.current.voices[name]
+        work = self._speech.with_reference(spec, voice_settings(spec, spec.speaker))
+        task = asyncio.create_task(work, name=f"prepare voice {name}")
+        task.add_done_callback(partial(_log_preparation, name))
+        self._preparing[name] = _Preparation(task, time.monotonic())
 
     async def _delete_voice(self, request: web.Request) -> web.Response:
         await self._live.delete_own_voice(request.match_info["name"])
+        self._preparing.pop(request.match_info["name"], None)
         return web.json_response({"ok": True})
+
+
+@dataclass
+class _Preparation:
+    """An own voice being made ready in the background."""
+
+    task: asyncio.Task[Any]
+    started: float
+
+    def view(self) -> dict[str, Any]:
+        """What the page shows: making (with the seconds so far), ready, or the error."""
+        if not self.task.done():
+            return {"state": "making", "seconds": time.monotonic() - self.started}
+        if self.task.cancelled():
+            return {"state": "failed", "error": "stopped with the server"}
+        error = self.task.exception()
+        if error is None:
+            return {"state": "ready"}
+        return {"state": "failed", "error": for_client(str(error))}
+
+
+def _log_preparation(name: str, task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _LOGGER.warning("Web page: voice %s is not ready: %s", name, task.exception())
+    elif not task.cancelled():
+        _LOGGER.info("Web page: voice %s is ready", name)
 
 
 class _FrameSink:

@@ -153,6 +153,17 @@ function renderOwnVoices() {
     cell(row, voice.description).title = voice.name;
     cell(row, state.models[voice.model].description || voice.model);
     cell(row, voice.languages.join(", "));
+    const ready = cell(row, "");
+    const p = voice.preparing;
+    if (p && p.state === "making") {
+      ready.textContent = `making its speaker profile… ${Math.round(p.seconds)} s`;
+    } else if (p && p.state === "failed") {
+      ready.textContent = p.error;
+      ready.className = "error";
+    } else {
+      ready.textContent = "ready";
+    }
+    ready.classList.add("preparing");
     const actions = cell(row, "");
     actions.appendChild(button("Listen", () => tryVoice(voice.name), "listen"));
     actions.appendChild(button("Rename", () => renameVoice(voice.name), "rename"));
