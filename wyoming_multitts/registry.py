@@ -212,9 +212,8 @@ class ModelRegistry:
         if not (slot.idle and slot.outdated):
             return
         why = "no voice uses it any more" if slot.unused else "its catalog entry changed"
-        worker, slot.worker, slot.estimated_bytes, slot.stale = slot.worker, None, 0, False
+        worker = self._detach(slot, why)
         if worker is not None:
-            _LOGGER.info("Unloading model %s (%s)", slot.spec.name, why)
             task = asyncio.create_task(worker.stop(), name=f"stop {slot.spec.name}")
             self._stopping.add(task)
             task.add_done_callback(self._stopping.discard)
@@ -450,10 +449,17 @@ class ModelRegistry:
         return self._reserved_bytes + sum(slot.counted_bytes() for slot in self._slots.values())
 
     async def _unload(self, slot: _Slot, why: str) -> None:
+        worker = self._detach(slot, why)
+        if worker is not None:
+            await worker.stop()
+
+    @staticmethod
+    def _detach(slot: _Slot, why: str) -> ModelProcess | None:
+        """Take the slot's worker out of it (the slot then counts nothing); the worker, to stop."""
         worker, slot.worker, slot.estimated_bytes, slot.stale = slot.worker, None, 0, False
         if worker is not None:
             _LOGGER.info("Unloading model %s (%s)", slot.spec.name, why)
-            await worker.stop()
+        return worker
 
     def start(self) -> None:
         """Start unloading idle models in the background (when `unload_after` is set)."""
