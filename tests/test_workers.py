@@ -430,7 +430,7 @@ def encoded(*events: Event) -> bytes:
     return raw
 
 
-@pytest.mark.parametrize("chunks", ["one MiB in 16 KB chunks", "10,000 empty chunks"])
+@pytest.mark.parametrize("chunks", ["one MB in 250 KB chunks", "10,000 empty chunks"])
 async def test_describe_stays_fast_while_streamed_text_floods_in(
     tiny_models: Path, tmp_path: Path, chunks: str
 ) -> None:
@@ -442,8 +442,9 @@ async def test_describe_stays_fast_while_streamed_text_floods_in(
         "--max-speech-seconds",
         "1000000",
     )
-    if chunks.startswith("one MiB"):
-        texts = ["The lights are off. " * 800] * 64  # 16,000 characters each
+    if chunks.startswith("one MB"):
+        # the front end takes about 0.25 s over each (Zen 4): on the loop, describes would wait
+        texts = ["The lights are off. " * 12_500] * 4
     else:
         texts = ["The lights are"] + [""] * 10_000 + [" off."]
     flood = encoded(
@@ -463,7 +464,9 @@ async def test_describe_stays_fast_while_streamed_text_floods_in(
             while time.monotonic() < settle:
                 latencies.append(await describe_latency(server))
                 await asyncio.sleep(0.02)
-        assert max(latencies) < 0.1, latencies
+        # One slow answer is the 2-core host descheduling the server (CI once saw 0.16 s); a
+        # blocked loop makes every describe sent during a chunk wait (0.25 to 0.7 s measured).
+        assert sorted(latencies)[-2] < 0.1, latencies
     finally:
         server.stop()
 
