@@ -270,8 +270,9 @@ def run_benchmark(settings: BenchSettings, work: Path) -> Report:
 
     load_start = load_average()
     clock = cpu_clock()
-    # one piece a request, as the raw ceiling has: no first clause apart (--satellite has it)
-    flags = ["--threads", str(settings.threads), "--no-first-clause"]
+    # one piece a request, its audio sent as it is made, as the raw ceiling does: no first
+    # clause apart and no hold of a slow model's first audio (--satellite measures both)
+    flags = ["--threads", str(settings.threads), "--no-first-clause", "--no-hold-audio"]
     server = BenchServer(catalog.path, flags, work / "server.log")
     try:
         results = asyncio.run(measure(server, catalog.path, voices, settings))
