@@ -15,11 +15,13 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from wyoming.audio import AudioChunk
 from wyoming.tts import Synthesize, SynthesizeVoice
 
@@ -34,6 +36,7 @@ from wyoming_multitts.engines.base import VoiceSettings
 from wyoming_multitts.engines.outetts import speakers
 
 from .conftest import RunningServer, read_until, start_server, write_catalog
+from .test_live_catalog import CHANGE_SECONDS, described_when, edit
 
 TEXT = "Hello there, this is my own voice."
 MAKING = "making its speaker profile"
@@ -217,3 +220,45 @@ async def test_making_a_profile_counts_in_the_memory_budget(
         assert MAKING not in server.log_path.read_text()
     finally:
         server.stop()
+
+
+async def test_profiles_follow_the_catalog_and_a_renamed_voice_keeps_its_own(
+    own_voice_server: tuple[RunningServer, Path],
+) -> None:
+    """A renamed voice takes its profile over (nothing is made again), a changed transcript
+    replaces it, and a voice taken out of the catalog takes its profile with it."""
+    server, log_dir = own_voice_server
+    catalog = log_dir / "catalog" / "voices.yaml"
+    speakers = log_dir / "cache" / "wyoming-multitts" / "speakers"
+    assert audio_of(await speak(server, "mine"))
+    (made,) = speakers.glob("*.json")
+
+    mine = yaml.safe_load(catalog.read_text())["voices"]["mine"]
+    edit(catalog, {"mine": None, "ours": mine})
+    await described_when(server, lambda voices: "ours" in voices)
+    assert audio_of(await speak(server, "ours"))
+    assert server.log_path.read_text().count(MAKING) == 1
+    renamed = made.name.replace("mine-", "ours-", 1)
+    assert [path.name for path in speakers.glob("*.json")] == [renamed]
+
+    retold = {**mine, "reference": {**mine["reference"], "text": TEXT + " Really."}}
+    edit(catalog, {"ours": retold, "both": None})  # `both` has the same recording and text
+    assert await profiles_when(speakers, lambda names: not names) == []
+    assert audio_of(await speak(server, "ours"))
+    assert server.log_path.read_text().count(MAKING) == 2
+    (remade,) = await profiles_when(speakers, lambda names: bool(names))
+    assert remade.startswith("ours-") and remade != renamed
+
+    edit(catalog, {"ours": None})
+    assert await profiles_when(speakers, lambda names: not names) == []
+
+
+async def profiles_when(folder: Path, done: Callable[[list[str]], bool]) -> list[str]:
+    """The profiles' file names in `folder` once `done(names)` holds (removals run in the
+    background after a catalog change), or after `CHANGE_SECONDS`."""
+    deadline = time.monotonic() + CHANGE_SECONDS
+    while True:
+        names = sorted(path.name for path in folder.glob("*.json"))
+        if done(names) or time.monotonic() > deadline:
+            return names
+        await asyncio.sleep(0.2)

@@ -20,10 +20,11 @@ import logging
 import math
 import os
 import time
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import AsyncIterator
+from typing import Any
 
 from . import channel
 from .catalog import Catalog, FileRef, ModelSpec, VoiceSpec
@@ -190,7 +191,8 @@ class ModelRegistry:
         models must not start 15 workers and 15 downloads at once."""
         self._idle_task: asyncio.Task[None] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
-        """Workers of outdated models being stopped in the background (`update`)."""
+        """Workers of outdated models being stopped and speaker profiles no voice needs being
+        removed, in the background (`update`)."""
         self.update(catalog)
 
     def update(self, catalog: Catalog) -> None:
@@ -205,6 +207,25 @@ class ModelRegistry:
         for name, slot in self._slots.items():
             slot.unused = name not in used
             self._settle(slot)
+        self._prune_profiles(catalog)
+
+    def _prune_profiles(self, catalog: Catalog) -> None:
+        """Remove, in the background, the speaker profiles no voice of `catalog` needs."""
+        voices = []
+        for voice in catalog.voices.values():
+            model = catalog.models[voice.model]
+            if voice.reference is None or model.engine not in PROFILE_FROM_REFERENCE:
+                continue
+            path = voice.reference.audio.path or self._references.get(voice.reference.audio)
+            ref = None if path is None else ReferenceAudio(path, voice.reference.text)
+            voices.append((voice, model, ref))
+        self._in_background(self._profiles.prune(voices), "prune speaker profiles")
+
+    def _in_background(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run `work` as a task that `close` waits for."""
+        task = asyncio.create_task(work, name=name)
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
 
     def _settle(self, slot: _Slot) -> None:
         """Stop the worker of an outdated model that is idle now (in the background: callers
@@ -214,9 +235,7 @@ class ModelRegistry:
         why = "no voice uses it any more" if slot.unused else "its catalog entry changed"
         worker = self._detach(slot, why)
         if worker is not None:
-            task = asyncio.create_task(worker.stop(), name=f"stop {slot.spec.name}")
-            self._stopping.add(task)
-            task.add_done_callback(self._stopping.discard)
+            self._in_background(worker.stop(), f"stop {slot.spec.name}")
 
     @property
     def budget_bytes(self) -> int:

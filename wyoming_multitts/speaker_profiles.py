@@ -5,7 +5,8 @@ The profile is made in a process of its own (`python -m wyoming_multitts create-
 Whisper and codec encoder (a few GB for Whisper turbo) are freed when it exits, a crash there
 takes no model down, and the server's loop only waits on the process. The cache key covers
 everything the profile depends on (the recording's bytes, its transcript and language, the
-models), so editing any of them makes a new profile; the old file stays until removed.
+models), so editing any of them makes a new profile. Each catalog change removes the profiles no
+voice needs any more (`prune`); a renamed voice takes its old name's profile over.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import collections
 import contextlib
 import hashlib
 import logging
+import os
+import re
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -35,6 +39,8 @@ PROFILE_FORMAT = "1"
 """Part of the cache key: raise it when `create-speaker` changes what it writes."""
 KEY_CHARS = 16
 """Hex digits of the key in a profile's file name (`<voice>-<key>.json`)."""
+PROFILE_NAME = re.compile(rf"(?P<voice>.+)-(?P<key>[0-9a-f]{{{KEY_CHARS}}})\.json")
+"""A file this cache wrote; `prune` leaves any other file in the folder alone."""
 LOG_TAIL_LINES = 20
 """Lines of the command's log kept to find that line."""
 RUN_WORKING_BYTES = 1_500_000_000
@@ -65,6 +71,10 @@ class SpeakerProfiles:
     _runs: dict[str, asyncio.Task[Path]] = field(default_factory=dict)
     _failures: dict[str, tuple[float, float, VoiceError]] = field(default_factory=dict)
     """By key: when the last run failed, how long to wait before the next, and its error."""
+    _wanted: dict[str, str | None] = field(default_factory=dict)
+    """The last `prune`'s voices made from recordings, by name, with their keys' file part."""
+    _pruning: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One prune at a time, in the order of the catalog changes."""
 
     async def profile(
         self, voice: VoiceSpec, model: ModelSpec, ref: ReferenceAudio, device: str
@@ -84,8 +94,9 @@ class SpeakerProfiles:
             )
         key = await asyncio.to_thread(self._key, voice, model, ref)
         out = self.cache_dir / f"{voice.name}-{key[:KEY_CHARS]}.json"
-        if await asyncio.to_thread(out.is_file):  # a stat can block on a slow disk
-            return out
+        async with self._pruning:  # after the last catalog change's prune, which `_found` follows
+            if await asyncio.to_thread(self._found, out):  # a stat can block on a slow disk
+                return out
         if key in self._failures:
             failed_at, backoff, error = self._failures[key]
             wait = failed_at + backoff - time.monotonic()
@@ -99,6 +110,58 @@ class SpeakerProfiles:
             self._runs[key] = run
             run.add_done_callback(partial(self._ended, key))
         return await asyncio.shield(run)
+
+    async def prune(self, voices: list[tuple[VoiceSpec, ModelSpec, ReferenceAudio | None]]) -> None:
+        """Remove the profiles that no voice of the catalog in force needs: those of voices gone
+        and those of a recording, transcript or model since changed. `voices`: every voice made
+        from a recording, with its model and recording (None while not on disk yet: a hub-hosted
+        one not fetched, whose files stay). A profile whose key a voice of another name needs
+        stays for it (a renamed voice: `_found` takes it over)."""
+        async with self._pruning:
+            try:
+                await asyncio.to_thread(self._prune, voices)
+            except OSError as err:
+                _LOGGER.warning("Old speaker profiles in %s stay: %s", self.cache_dir, err)
+
+    def _prune(self, voices: list[tuple[VoiceSpec, ModelSpec, ReferenceAudio | None]]) -> None:
+        wanted: dict[str, str | None] = {}
+        for voice, model, ref in voices:
+            wanted[voice.name] = None
+            if ref is not None:
+                with contextlib.suppress(SpeakerError):  # unreadable now: its files stay
+                    wanted[voice.name] = self._key(voice, model, ref)[:KEY_CHARS]
+        self._wanted = wanted
+        keys = set(wanted.values())
+        unknown = {name for name, key in wanted.items() if key is None}
+        for path in self.cache_dir.glob("*.json"):
+            named = _voice_and_key(path)
+            if named is None or named[0] in unknown or named[1] in keys:
+                continue
+            path.unlink(missing_ok=True)
+            _LOGGER.info("Removed speaker profile %s: no voice needs it any more", path)
+
+    def _found(self, out: Path) -> bool:
+        """Whether profile `out` is on disk, taken over if need be from a voice of another name
+        with the same key (the profile depends on the recording, not on the voice's name): moved
+        from a voice gone, copied from one still in the catalog."""
+        if out.is_file():
+            return True
+        _, key = _voice_and_key(out) or ("", "")
+        for other in self.cache_dir.glob(f"*-{key}.json"):
+            voice, _ = _voice_and_key(other) or ("", "")
+            copy = out.with_name(f".{out.name}.partial")
+            try:
+                if voice in self._wanted:  # still in the catalog: it keeps its own
+                    shutil.copyfile(other, copy)
+                    os.replace(copy, out)
+                else:
+                    os.replace(other, out)
+            except OSError:  # removed meanwhile: look further, else make it
+                copy.unlink(missing_ok=True)
+                continue
+            _LOGGER.info("Speaker profile %s taken over from %s", out, other.name)
+            return True
+        return False
 
     def _ended(self, key: str, run: asyncio.Task[Path]) -> None:
         """Forget the run; after a failure, refuse the same key for a while (doubling each
@@ -180,6 +243,12 @@ class SpeakerProfiles:
             )
         _LOGGER.info("voice %s: speaker profile %s", voice.name, out)
         return out
+
+
+def _voice_and_key(path: Path) -> tuple[str, str] | None:
+    """The voice and key part of a profile's file name; None for a file this cache did not write."""
+    named = PROFILE_NAME.fullmatch(path.name)
+    return None if named is None else (named["voice"], named["key"])
 
 
 def _describe(ref: FileRef | None) -> str:
