@@ -31,7 +31,7 @@ from wyoming_multitts import __main__ as server_main
 from wyoming_multitts import health_check
 from wyoming_multitts.__main__ import build_parser
 
-from .conftest import RunningServer, free_port
+from .conftest import RunningServer, free_port, missing_prerequisite
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -520,13 +520,13 @@ def linter(name: str) -> str:
     """Path of a linter the dev dependencies install into .venv; skips the test if it can't run."""
     path = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
     if path is None:
-        pytest.skip(
+        missing_prerequisite(
             f"{name} is not installed (pip install -e '.[dev]'; no wheel for this platform)"
         )
     try:
         subprocess.run([path, "--version"], capture_output=True, check=True, timeout=QUICK)
     except (OSError, subprocess.SubprocessError) as err:
-        pytest.skip(f"{name} cannot run here: {err}")
+        missing_prerequisite(f"{name} cannot run here: {err}")
     return path
 
 

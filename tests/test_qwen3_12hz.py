@@ -26,6 +26,8 @@ from wyoming_multitts.codecs.qwen3_12hz import (
 )
 from wyoming_multitts.errors import VoiceError
 
+from .conftest import missing_prerequisite
+
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_PYTHON = ROOT / "local" / "qwen-tts-venv" / "bin" / "python"
 MAKE_ORACLE_ENV = ROOT / "script" / "make-qwen-tts-oracle-env"
@@ -56,7 +58,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with speech_tokenizer/ and reference.npz made by the official package."""
     if not ORACLE_PYTHON.exists():
         if not MAKE_ORACLE_ENV.exists():
-            pytest.skip(
+            missing_prerequisite(
                 f"no qwen-tts oracle venv at {ORACLE_PYTHON.parent.parent} and no "
                 f"{MAKE_ORACLE_ENV.relative_to(ROOT)} to make one"
             )

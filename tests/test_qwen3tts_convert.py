@@ -35,6 +35,8 @@ from wyoming_multitts.errors import ConvertError
 from wyoming_multitts.formats.gguf import read_gguf_metadata
 from wyoming_multitts.formats.safetensors import SafetensorsFiles
 
+from .conftest import missing_prerequisite
+
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_VENV = ROOT / "local" / "qwen-tts-venv"
 ORACLE_SCRIPT = ROOT / "tests" / "qwen3tts_oracle.py"
@@ -650,7 +652,7 @@ def oracle_python() -> Path:
         timeout=3600,
     )
     if result.returncode != 0:
-        pytest.skip(
+        missing_prerequisite(
             "no qwen-tts oracle environment (script/make-qwen-tts-oracle-env failed; "
             f"offline?):\n{result.stdout[-500:]}{result.stderr[-1500:]}"
         )

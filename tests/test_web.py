@@ -25,7 +25,7 @@ from wyoming.info import Describe, Info
 
 from wyoming_multitts.own_voices import MAX_RECORDING_BYTES
 
-from .conftest import RunningServer, free_port, read_until, start_server
+from .conftest import RunningServer, free_port, missing_prerequisite, read_until, start_server
 from .hub_server import LocalHub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +92,9 @@ def page_server(
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("no chromium and chromedriver (apt-get install chromium chromium-driver)")
+        missing_prerequisite(
+            "no chromium and chromedriver (apt-get install chromium chromium-driver)"
+        )
     os.environ.setdefault("SE_OFFLINE", "true")  # selenium: never download a driver
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -142,6 +144,23 @@ def click(driver: Any, css: str) -> None:
         return True
 
     wait_for(clicked, f"could not click {css}")
+
+
+def choose(driver: Any, select_id: str, value: str) -> None:
+    """Pick `value` in the select `select_id`, as a user does (again if the page redrew its
+    options in between: a state update replaces them)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import Select
+
+    def chosen() -> bool:
+        select = driver.find_element("id", select_id)
+        try:
+            Select(select).select_by_value(value)
+        except StaleElementReferenceException:
+            return False
+        return bool(select.get_attribute("value") == value)
+
+    wait_for(chosen, f"could not choose {value} in #{select_id}")
 
 
 def texts(driver: Any, css: str) -> list[str]:
@@ -220,15 +239,13 @@ async def test_make_hear_and_delete_an_own_voice(
     recording: str,
     text: str,
 ) -> None:
-    from selenium.webdriver.support.ui import Select
-
     server, url, _ = page_server
     name = f"My {model} voice"
     key = f"my-{model.replace('.', '-')}-voice"
     browser.get(url)
     wait_for(lambda: len(texts(browser, "#own-model option")) >= 2, "no models take recordings")
     browser.find_element("id", "own-name").send_keys(name)
-    Select(browser.find_element("id", "own-model")).select_by_value(model)
+    choose(browser, "own-model", model)
     browser.find_element("id", "own-text").send_keys(text)
     browser.find_element("id", "own-file").send_keys(str(tiny_models / recording))
     click(browser, "#own-make")
@@ -344,8 +361,6 @@ def test_record_a_voice_in_the_browser(
     browser: Any, page_server: tuple[RunningServer, str, Path]
 ) -> None:
     """Record (the fake microphone's tone), stop, and make a voice of it: the page's own WAV."""
-    from selenium.webdriver.support.ui import Select
-
     _, url, _ = page_server
     browser.get(url)
     wait_for(lambda: texts(browser, "#own-model option"), "no models take recordings")
@@ -356,7 +371,7 @@ def test_record_a_voice_in_the_browser(
     recorded = wait_for(lambda: browser.find_element("id", "own-recorded").text, "no recording")
     assert recorded.startswith("recorded 2.") or recorded.startswith("recorded 3."), recorded
     browser.find_element("id", "own-name").send_keys("Recorded")
-    Select(browser.find_element("id", "own-model")).select_by_value("qwen3tts-tiny-base")
+    choose(browser, "own-model", "qwen3tts-tiny-base")
     browser.find_element("id", "own-text").send_keys("A tone.")
     click(browser, "#own-make")
     wait_for(lambda: texts(browser, '#own-voices tr[data-voice="recorded"]'), "not made")
