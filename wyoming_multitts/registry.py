@@ -190,9 +190,9 @@ class ModelRegistry:
         """Taken by each load from its worker's start to its end: 15 first requests for 15
         models must not start 15 workers and 15 downloads at once."""
         self._idle_task: asyncio.Task[None] | None = None
-        self._stopping: set[asyncio.Task[None]] = set()
-        """Workers of outdated models being stopped and speaker profiles no voice needs being
-        removed, in the background (`update`)."""
+        self._background: set[asyncio.Task[None]] = set()
+        """Work `update` leaves running (`_in_background`): workers of outdated models being
+        stopped, speaker profiles no voice needs being removed."""
         self.update(catalog)
 
     def update(self, catalog: Catalog) -> None:
@@ -224,8 +224,8 @@ class ModelRegistry:
     def _in_background(self, work: Coroutine[Any, Any, None], name: str) -> None:
         """Run `work` as a task that `close` waits for."""
         task = asyncio.create_task(work, name=name)
-        self._stopping.add(task)
-        task.add_done_callback(self._stopping.discard)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _settle(self, slot: _Slot) -> None:
         """Stop the worker of an outdated model that is idle now (in the background: callers
@@ -507,7 +507,7 @@ class ModelRegistry:
                     await slot.loading
         await asyncio.gather(
             *(self._unload(slot, "server stopping") for slot in self._slots.values()),
-            *self._stopping,
+            *self._background,
         )
 
 

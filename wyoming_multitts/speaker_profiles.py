@@ -71,8 +71,9 @@ class SpeakerProfiles:
     _runs: dict[str, asyncio.Task[Path]] = field(default_factory=dict)
     _failures: dict[str, tuple[float, float, VoiceError]] = field(default_factory=dict)
     """By key: when the last run failed, how long to wait before the next, and its error."""
-    _wanted: dict[str, str | None] = field(default_factory=dict)
-    """The last `prune`'s voices made from recordings, by name, with their keys' file part."""
+    _voices: set[str] = field(default_factory=set)
+    """The voices made from recordings as the last `prune` saw them (`_found` moves a profile
+    of a voice not among them, and copies one of a voice still there)."""
     _pruning: asyncio.Lock = field(default_factory=asyncio.Lock)
     """One prune at a time, in the order of the catalog changes."""
 
@@ -95,7 +96,7 @@ class SpeakerProfiles:
         key = await asyncio.to_thread(self._key, voice, model, ref)
         out = self.cache_dir / f"{voice.name}-{key[:KEY_CHARS]}.json"
         async with self._pruning:  # after the last catalog change's prune, which `_found` follows
-            if await asyncio.to_thread(self._found, out):  # a stat can block on a slow disk
+            if await asyncio.to_thread(self._found, out, key[:KEY_CHARS]):  # a stat can block
                 return out
         if key in self._failures:
             failed_at, backoff, error = self._failures[key]
@@ -130,7 +131,7 @@ class SpeakerProfiles:
             if ref is not None:
                 with contextlib.suppress(SpeakerError):  # unreadable now: its files stay
                     wanted[voice.name] = self._key(voice, model, ref)[:KEY_CHARS]
-        self._wanted = wanted
+        self._voices = set(wanted)
         keys = set(wanted.values())
         unknown = {name for name, key in wanted.items() if key is None}
         for path in self.cache_dir.glob("*.json"):
@@ -140,18 +141,17 @@ class SpeakerProfiles:
             path.unlink(missing_ok=True)
             _LOGGER.info("Removed speaker profile %s: no voice needs it any more", path)
 
-    def _found(self, out: Path) -> bool:
-        """Whether profile `out` is on disk, taken over if need be from a voice of another name
-        with the same key (the profile depends on the recording, not on the voice's name): moved
-        from a voice gone, copied from one still in the catalog."""
+    def _found(self, out: Path, key: str) -> bool:
+        """Whether profile `out` (of file key `key`) is on disk, taken over if need be from a
+        voice of another name with the same key (the profile depends on the recording, not on
+        the voice's name): moved from a voice gone, copied from one still in the catalog."""
         if out.is_file():
             return True
-        _, key = _voice_and_key(out) or ("", "")
         for other in self.cache_dir.glob(f"*-{key}.json"):
-            voice, _ = _voice_and_key(other) or ("", "")
+            voice = other.name.removesuffix(f"-{key}.json")
             copy = out.with_name(f".{out.name}.partial")
             try:
-                if voice in self._wanted:  # still in the catalog: it keeps its own
+                if voice in self._voices:  # still in the catalog: it keeps its own
                     shutil.copyfile(other, copy)
                     os.replace(copy, out)
                 else:
